@@ -1,0 +1,540 @@
+//! The reference interpreter: the call-by-value semantics of Appendix A.1
+//! for every construct, over reals, tuples, nested arrays and closures.
+//!
+//! This is the semantics every other engine is tested against, so it is
+//! written to be obviously right rather than fast: arrays are vectors of
+//! values, the array operations are the loops of their definitions
+//! (`scanl F z [a1..an] = [z, F(z,a1), …]`, `scanr F z [a1..an] = [r1, …,
+//! rn, z]` with `r_i = F(r_(i+1), a_i)`), and sizes are checked at every call
+//! of a definition and at every `map2`, with errors naming the sizes.
+//!
+//! Inputs: a type-checked module. Outputs: a value, or an [`EvalError`]
+//! (never a panic) for what the type checker cannot rule out: lengths that
+//! disagree at run time, an index out of bounds, a size too large to allocate.
+
+use crate::deep::guard;
+use crate::prim::{Prim, PrimKind};
+use crate::scope::Scope;
+use crate::span::{Span, Spanned};
+use crate::syntax::*;
+use crate::types::CheckedModule;
+use crate::value::{bind_sizes, FunValue, Value};
+use std::collections::HashSet;
+use std::sync::Arc;
+use thiserror::Error;
+
+/// The largest array the interpreter builds (elements).
+pub const MAX_ARRAY_LEN: usize = 1 << 28;
+
+/// A run-time error.
+#[derive(Debug, Clone, Error, PartialEq)]
+pub enum EvalError {
+    /// Something went wrong at a place in the program.
+    #[error("{message}")]
+    At {
+        /// What.
+        message: String,
+        /// Where.
+        span: Span,
+    },
+    /// The arguments of the called function do not fit its parameters.
+    #[error("{0}")]
+    Arguments(String),
+}
+
+impl Spanned for EvalError {
+    fn span(&self) -> Span {
+        match self {
+            EvalError::At { span, .. } => *span,
+            EvalError::Arguments(_) => Span::DUMMY,
+        }
+    }
+}
+
+type EResult<T> = Result<T, EvalError>;
+
+fn at<T>(message: impl Into<String>, span: Span) -> EResult<T> {
+    Err(EvalError::At {
+        message: message.into(),
+        span,
+    })
+}
+
+/// Calls definition `index` of `module` with `args` (one per parameter; a
+/// size parameter is given as a whole real).
+pub fn call(module: &CheckedModule, index: usize, args: &[Value]) -> EResult<Value> {
+    let mut interp = Interpreter {
+        module,
+        env: Scope::new(),
+    };
+    interp.call_def(index, args.to_vec(), None)
+}
+
+/// Evaluates a single term `e` in which the variables `vars` are bound
+/// (Target terms of the pipeline); definitions of `module` are callable.
+pub fn eval_expr(module: &CheckedModule, vars: &[(Name, Value)], e: &Expr) -> EResult<Value> {
+    let mut interp = Interpreter {
+        module,
+        env: Scope::new(),
+    };
+    for (n, v) in vars {
+        interp.env.push(n.clone(), v.clone());
+    }
+    interp.eval(e)
+}
+
+struct Interpreter<'m> {
+    module: &'m CheckedModule,
+    env: Scope<Value>,
+}
+
+/// The function argument of an array operation, resolved once.
+enum Callee<'e> {
+    Lambda(&'e [Param], &'e Expr),
+    Value(Arc<FunValue>),
+}
+
+fn real(v: &Value, what: &str, span: Span) -> EResult<f64> {
+    match v {
+        Value::Real(x) => Ok(*x),
+        _ => at(format!("{what}: expected a real"), span),
+    }
+}
+
+fn array<'v>(v: &'v Value, what: &str, span: Span) -> EResult<&'v Arc<[Value]>> {
+    match v {
+        Value::Array(xs) => Ok(xs),
+        _ => at(format!("{what}: expected an array"), span),
+    }
+}
+
+/// A size computed at run time: a whole number in `0..=MAX_ARRAY_LEN`.
+fn size(x: f64, what: &str, span: Span) -> EResult<usize> {
+    if x.fract() != 0.0 || x < 0.0 || x.is_nan() {
+        return at(
+            format!("{what}: the size {x} is not a whole number ≥ 0"),
+            span,
+        );
+    }
+    if x > MAX_ARRAY_LEN as f64 {
+        return at(
+            format!(
+                "{what}: the size {x} exceeds the interpreter's limit of {MAX_ARRAY_LEN} elements"
+            ),
+            span,
+        );
+    }
+    Ok(x as usize)
+}
+
+impl Interpreter<'_> {
+    fn bind(&mut self, pat: &Pattern, v: Value) -> EResult<()> {
+        match pat {
+            Pattern::Var(n, _) => {
+                self.env.push(n.clone(), v);
+                Ok(())
+            }
+            Pattern::Wild(_) => Ok(()),
+            Pattern::Tuple(ps, span) => match v {
+                Value::Tuple(xs) if xs.len() == ps.len() => {
+                    for (p, x) in ps.iter().zip(xs.iter()) {
+                        self.bind(p, x.clone())?;
+                    }
+                    Ok(())
+                }
+                _ => at("this pattern does not match the value", *span),
+            },
+        }
+    }
+
+    fn call_def(&mut self, index: usize, args: Vec<Value>, span: Option<Span>) -> EResult<Value> {
+        let def = &self.module.module.defs[index];
+        let sig = &self.module.sigs[index];
+        let sizes = bind_sizes(&def.name, sig, &args).map_err(|e| match span {
+            Some(span) => EvalError::At { message: e.0, span },
+            None => EvalError::Arguments(e.0),
+        })?;
+        let outer = std::mem::take(&mut self.env);
+        for (n, x) in sizes {
+            self.env.push(n, Value::Real(x as f64));
+        }
+        for ((pname, pty), a) in sig.params.iter().zip(args) {
+            if pty.is_some() {
+                self.env.push(pname.clone(), a);
+            }
+        }
+        let r = self.eval(&def.body);
+        self.env = outer;
+        r
+    }
+
+    fn apply_value(&mut self, f: &FunValue, args: Vec<Value>, span: Span) -> EResult<Value> {
+        match f {
+            FunValue::Prim(p) => {
+                let mut xs = Vec::with_capacity(args.len());
+                for a in &args {
+                    xs.push(real(a, &format!("argument of `{p}`"), span)?);
+                }
+                Ok(Value::Real(p.eval_real(&xs)))
+            }
+            FunValue::Def(i) => self.call_def(*i, args, Some(span)),
+            FunValue::Closure {
+                params,
+                body,
+                captured,
+            } => {
+                if params.len() != args.len() {
+                    return at(
+                        format!(
+                            "the function takes {} arguments, but {} were given",
+                            params.len(),
+                            args.len()
+                        ),
+                        span,
+                    );
+                }
+                let outer = std::mem::take(&mut self.env);
+                for (n, v) in captured {
+                    self.env.push(n.clone(), v.clone());
+                }
+                let mut r = Ok(());
+                for (p, a) in params.iter().zip(args) {
+                    r = r.and_then(|()| self.bind(&p.pat, a));
+                }
+                let r = r.and_then(|()| self.eval(body));
+                self.env = outer;
+                r
+            }
+        }
+    }
+
+    fn callee<'e>(&mut self, f: &'e Expr) -> EResult<Callee<'e>> {
+        match &f.kind {
+            ExprKind::Lambda(params, body) => Ok(Callee::Lambda(params, body)),
+            _ => match self.eval(f)? {
+                Value::Fun(fv) => Ok(Callee::Value(fv)),
+                _ => at("expected a function", f.span),
+            },
+        }
+    }
+
+    fn invoke(&mut self, callee: &Callee<'_>, args: Vec<Value>, span: Span) -> EResult<Value> {
+        match callee {
+            Callee::Lambda(params, body) => {
+                let mark = self.env.mark();
+                let mut r = Ok(());
+                for (p, a) in params.iter().zip(args) {
+                    r = r.and_then(|()| self.bind(&p.pat, a));
+                }
+                let r = r.and_then(|()| self.eval(body));
+                self.env.pop_to(mark);
+                r
+            }
+            Callee::Value(fv) => self.apply_value(fv, args, span),
+        }
+    }
+
+    fn eval(&mut self, e: &Expr) -> EResult<Value> {
+        guard(|| self.eval_inner(e))
+    }
+
+    fn eval_inner(&mut self, e: &Expr) -> EResult<Value> {
+        match &e.kind {
+            ExprKind::Const(c) => Ok(Value::Real(*c)),
+            ExprKind::Var(n) => match self.env.get(n) {
+                Some(v) => Ok(v.clone()),
+                None => match self.module.index_of(n) {
+                    Some(i) => Ok(Value::Fun(Arc::new(FunValue::Def(i)))),
+                    None => at(format!("unbound variable `{n}`"), e.span),
+                },
+            },
+            ExprKind::Prim(p, args) => self.prim(*p, args, e.span),
+            ExprKind::PrimFn(p) => Ok(Value::Fun(Arc::new(FunValue::Prim(*p)))),
+            ExprKind::Let { .. } => {
+                let mark = self.env.mark();
+                let r = self.let_chain(e);
+                self.env.pop_to(mark);
+                r
+            }
+            ExprKind::Tuple(es) => {
+                let mut vs = Vec::with_capacity(es.len());
+                for x in es {
+                    vs.push(self.eval(x)?);
+                }
+                Ok(Value::tuple(vs))
+            }
+            ExprKind::Proj(inner, k) => match self.eval(inner)? {
+                Value::Tuple(xs) if *k < xs.len() => Ok(xs[*k].clone()),
+                _ => at(
+                    format!("projection `.{k}` of a value that has no component {k}"),
+                    e.span,
+                ),
+            },
+            ExprKind::ArrayLit(es) => {
+                let mut vs = Vec::with_capacity(es.len());
+                for x in es {
+                    vs.push(self.eval(x)?);
+                }
+                Ok(Value::array(vs))
+            }
+            ExprKind::Index(inner, k) => {
+                let v = self.eval(inner)?;
+                let xs = array(&v, "indexing", inner.span)?;
+                let n = xs.len() as i64;
+                let i = if *k < 0 { n + k } else { *k };
+                if i < 0 || i >= n {
+                    return at(
+                        format!("index {k} is out of bounds for an array of length {n}"),
+                        e.span,
+                    );
+                }
+                Ok(xs[i as usize].clone())
+            }
+            ExprKind::If(c, t, f) => match self.eval(c)? {
+                Value::Bool(true) => self.eval(t),
+                Value::Bool(false) => self.eval(f),
+                _ => at("the condition of `if` is not a condition", c.span),
+            },
+            ExprKind::Lambda(params, body) => {
+                let mut free = HashSet::new();
+                free_vars_lambda(params, body, &mut free);
+                let captured = free
+                    .into_iter()
+                    .filter_map(|n| self.env.get(&n).map(|v| (n.clone(), v.clone())))
+                    .collect();
+                Ok(Value::Fun(Arc::new(FunValue::Closure {
+                    params: params.clone(),
+                    body: body.clone(),
+                    captured,
+                })))
+            }
+            ExprKind::Apply(f, args) => {
+                let fv = self.eval(f)?;
+                let mut vs = Vec::with_capacity(args.len());
+                for a in args {
+                    vs.push(self.eval(a)?);
+                }
+                match fv {
+                    Value::Fun(fv) => self.apply_value(&fv, vs, e.span),
+                    _ => at("this is not a function", f.span),
+                }
+            }
+            ExprKind::ArrayOp(op, f, args) => self.array_op(*op, f, args, e.span),
+            ExprKind::Builtin(b, args) => self.builtin(*b, args, e.span),
+        }
+    }
+
+    fn let_chain(&mut self, mut e: &Expr) -> EResult<Value> {
+        while let ExprKind::Let {
+            pat, value, body, ..
+        } = &e.kind
+        {
+            let v = self.eval(value)?;
+            self.bind(pat, v)?;
+            e = body;
+        }
+        self.eval(e)
+    }
+
+    fn prim(&mut self, p: Prim, args: &[Expr], span: Span) -> EResult<Value> {
+        let info = p.info();
+        match info.kind {
+            PrimKind::Real => {
+                let mut xs = [0.0; 2];
+                for (i, a) in args.iter().enumerate() {
+                    let v = self.eval(a)?;
+                    xs[i] = real(&v, &format!("operand of `{p}`"), a.span)?;
+                }
+                Ok(Value::Real(p.eval_real(&xs[..args.len()])))
+            }
+            PrimKind::Compare => {
+                let a = self.eval(&args[0])?;
+                let b = self.eval(&args[1])?;
+                let a = real(&a, "comparison", span)?;
+                let b = real(&b, "comparison", span)?;
+                Ok(Value::Bool(p.eval_compare(a, b)))
+            }
+            PrimKind::Logic => {
+                let mut bs = Vec::with_capacity(args.len());
+                for a in args {
+                    match self.eval(a)? {
+                        Value::Bool(b) => bs.push(b),
+                        _ => return at(format!("operand of `{p}` is not a condition"), a.span),
+                    }
+                }
+                Ok(Value::Bool(match p {
+                    Prim::And => bs[0] && bs[1],
+                    Prim::Or => bs[0] || bs[1],
+                    Prim::Not => !bs[0],
+                    _ => unreachable!("logic primitives are and, or, not"),
+                }))
+            }
+        }
+    }
+
+    fn array_op(&mut self, op: ArrayOp, f: &Expr, args: &[Expr], span: Span) -> EResult<Value> {
+        let callee = self.callee(f)?;
+        match op {
+            ArrayOp::Map => {
+                let a = self.eval(&args[0])?;
+                let xs = array(&a, "`map`", args[0].span)?;
+                let mut out = Vec::with_capacity(xs.len());
+                for x in xs.iter() {
+                    out.push(self.invoke(&callee, vec![x.clone()], span)?);
+                }
+                Ok(Value::array(out))
+            }
+            ArrayOp::Map2 => {
+                let a = self.eval(&args[0])?;
+                let b = self.eval(&args[1])?;
+                let xs = array(&a, "`map2`", args[0].span)?;
+                let ys = array(&b, "`map2`", args[1].span)?;
+                if xs.len() != ys.len() {
+                    return at(
+                        format!(
+                            "`map2` needs arrays of the same length, found lengths {} and {}",
+                            xs.len(),
+                            ys.len()
+                        ),
+                        span,
+                    );
+                }
+                let mut out = Vec::with_capacity(xs.len());
+                for (x, y) in xs.iter().zip(ys.iter()) {
+                    out.push(self.invoke(&callee, vec![x.clone(), y.clone()], span)?);
+                }
+                Ok(Value::array(out))
+            }
+            ArrayOp::Reduce | ArrayOp::Foldl | ArrayOp::Scanl | ArrayOp::Scanr => {
+                let z = self.eval(&args[0])?;
+                let a = self.eval(&args[1])?;
+                let xs = array(&a, op.name(), args[1].span)?;
+                match op {
+                    ArrayOp::Reduce | ArrayOp::Foldl => {
+                        let mut acc = z;
+                        for x in xs.iter() {
+                            acc = self.invoke(&callee, vec![acc, x.clone()], span)?;
+                        }
+                        Ok(acc)
+                    }
+                    ArrayOp::Scanl => {
+                        let mut out = Vec::with_capacity(xs.len() + 1);
+                        out.push(z.clone());
+                        let mut acc = z;
+                        for x in xs.iter() {
+                            acc = self.invoke(&callee, vec![acc, x.clone()], span)?;
+                            out.push(acc.clone());
+                        }
+                        Ok(Value::array(out))
+                    }
+                    ArrayOp::Scanr => {
+                        let mut out = vec![z.clone(); xs.len() + 1];
+                        let mut acc = z;
+                        for (i, x) in xs.iter().enumerate().rev() {
+                            acc = self.invoke(&callee, vec![acc, x.clone()], span)?;
+                            out[i] = acc.clone();
+                        }
+                        Ok(Value::array(out))
+                    }
+                    ArrayOp::Map | ArrayOp::Map2 => unreachable!("handled above"),
+                }
+            }
+        }
+    }
+
+    fn builtin(&mut self, b: Builtin, args: &[Expr], span: Span) -> EResult<Value> {
+        let vs = args
+            .iter()
+            .map(|a| self.eval(a))
+            .collect::<EResult<Vec<_>>>()?;
+        match b {
+            Builtin::Len => Ok(Value::Real(array(&vs[0], "`len`", span)?.len() as f64)),
+            Builtin::Iota => {
+                let n = size(real(&vs[0], "`iota`", span)?, "`iota`", span)?;
+                Ok(Value::Array(
+                    (0..n).map(|i| Value::Real(i as f64)).collect(),
+                ))
+            }
+            Builtin::Replicate => {
+                let n = size(real(&vs[0], "`replicate`", span)?, "`replicate`", span)?;
+                Ok(Value::array(vec![vs[1].clone(); n]))
+            }
+            Builtin::Concat => {
+                let xs = array(&vs[0], "`concat`", span)?;
+                let ys = array(&vs[1], "`concat`", span)?;
+                Ok(Value::Array(xs.iter().chain(ys.iter()).cloned().collect()))
+            }
+            Builtin::Shift1L | Builtin::Shift1R => {
+                let xs = array(&vs[0], b.name(), span)?;
+                if xs.is_empty() {
+                    return Ok(vs[0].clone());
+                }
+                let kept = if b == Builtin::Shift1L {
+                    &xs[1..]
+                } else {
+                    &xs[..xs.len() - 1]
+                };
+                Ok(Value::Array(kept.into()))
+            }
+        }
+    }
+}
+
+/// The free variables of a lambda.
+fn free_vars_lambda(params: &[Param], body: &Expr, out: &mut HashSet<Name>) {
+    let mut bound: Vec<Name> = Vec::new();
+    for p in params {
+        p.pat.names(&mut bound);
+    }
+    let mut scope: Scope<()> = Scope::new();
+    for n in bound {
+        scope.push(n, ());
+    }
+    free_vars(body, &mut scope, out);
+}
+
+/// Adds to `out` the variables of `e` not bound in `scope` or within `e`.
+pub fn free_vars(e: &Expr, scope: &mut Scope<()>, out: &mut HashSet<Name>) {
+    guard(|| match &e.kind {
+        ExprKind::Var(n) => {
+            if scope.get(n).is_none() {
+                out.insert(n.clone());
+            }
+        }
+        ExprKind::Let { .. } => {
+            let mark = scope.mark();
+            let mut cur = e;
+            while let ExprKind::Let {
+                pat, value, body, ..
+            } = &cur.kind
+            {
+                free_vars(value, scope, out);
+                let mut names = Vec::new();
+                pat.names(&mut names);
+                for n in names {
+                    scope.push(n, ());
+                }
+                cur = body;
+            }
+            free_vars(cur, scope, out);
+            scope.pop_to(mark);
+        }
+        ExprKind::Lambda(params, body) => {
+            let mark = scope.mark();
+            for p in params {
+                let mut names = Vec::new();
+                p.pat.names(&mut names);
+                for n in names {
+                    scope.push(n, ());
+                }
+            }
+            free_vars(body, scope, out);
+            scope.pop_to(mark);
+        }
+        _ => {
+            for c in e.children() {
+                free_vars(c, scope, out);
+            }
+        }
+    })
+}

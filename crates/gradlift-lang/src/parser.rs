@@ -1,0 +1,785 @@
+//! The parser: tokens → [`Module`], [`Expr`] or [`Type`], by recursive
+//! descent with precedence climbing for the operators.
+//!
+//! Precedence, loosest first: `let`/`if`/`fun` (extend as far right as
+//! possible), `or`, `and`, `not`, comparisons (non-associative), `+ -`,
+//! `* /`, unary `-`, application of an array operation to its juxtaposed
+//! arguments, postfix (call `f(x)`, index `A[k]`, projection `e.k`).
+//!
+//! A chain of `let`s is parsed by a loop, not by recursion; everything else
+//! recurses through [`crate::deep::guard`].
+
+use crate::deep::guard;
+use crate::lexer::{is_keyword, lex, Tok, Token};
+use crate::prim::{prec, Fixity, Prim};
+use crate::span::{Span, Spanned};
+use crate::syntax::*;
+use thiserror::Error;
+
+/// A syntax error.
+#[derive(Debug, Clone, Error, PartialEq)]
+pub enum SyntaxError {
+    /// A character no token starts with.
+    #[error("unexpected character `{found}`")]
+    UnexpectedChar {
+        /// The character.
+        found: char,
+        /// Where.
+        span: Span,
+    },
+    /// The parser wanted something else here.
+    #[error("expected {expected}, found {found}")]
+    Expected {
+        /// What would have been accepted.
+        expected: String,
+        /// What is there.
+        found: String,
+        /// Where.
+        span: Span,
+    },
+    /// Well-formed tokens that do not make sense here.
+    #[error("{message}")]
+    Invalid {
+        /// What is wrong.
+        message: String,
+        /// Where.
+        span: Span,
+    },
+}
+
+impl Spanned for SyntaxError {
+    fn span(&self) -> Span {
+        match self {
+            SyntaxError::UnexpectedChar { span, .. }
+            | SyntaxError::Expected { span, .. }
+            | SyntaxError::Invalid { span, .. } => *span,
+        }
+    }
+}
+
+type PResult<T> = Result<T, SyntaxError>;
+
+/// Parses a whole file.
+pub fn parse_module(text: &str) -> PResult<Module> {
+    let mut p = Parser::new(text)?;
+    let mut defs = Vec::new();
+    while p.peek() != &Tok::Eof {
+        defs.push(p.def()?);
+    }
+    Ok(Module { defs })
+}
+
+/// Parses a single expression (the whole text).
+pub fn parse_expr(text: &str) -> PResult<Expr> {
+    let mut p = Parser::new(text)?;
+    let e = p.expr()?;
+    p.expect_eof()?;
+    Ok(e)
+}
+
+/// Parses a single type (the whole text).
+pub fn parse_type(text: &str) -> PResult<Type> {
+    let mut p = Parser::new(text)?;
+    let t = p.ty()?;
+    p.expect_eof()?;
+    Ok(t)
+}
+
+struct Parser {
+    toks: Vec<Token>,
+    pos: usize,
+}
+
+impl Parser {
+    fn new(text: &str) -> PResult<Parser> {
+        let toks = lex(text).map_err(|e| SyntaxError::UnexpectedChar {
+            found: e.found,
+            span: e.span,
+        })?;
+        Ok(Parser { toks, pos: 0 })
+    }
+
+    fn peek(&self) -> &Tok {
+        &self.toks[self.pos].tok
+    }
+
+    fn peek_at(&self, k: usize) -> &Tok {
+        &self.toks[(self.pos + k).min(self.toks.len() - 1)].tok
+    }
+
+    fn token(&self) -> &Token {
+        &self.toks[self.pos]
+    }
+
+    fn span(&self) -> Span {
+        self.toks[self.pos].span
+    }
+
+    fn prev_span(&self) -> Span {
+        self.toks[self.pos.saturating_sub(1)].span
+    }
+
+    fn bump(&mut self) -> Token {
+        let t = self.toks[self.pos].clone();
+        if self.pos + 1 < self.toks.len() {
+            self.pos += 1;
+        }
+        t
+    }
+
+    fn is_punct(&self, p: &str) -> bool {
+        matches!(self.peek(), Tok::Punct(q) if *q == p)
+    }
+
+    fn is_kw(&self, k: &str) -> bool {
+        matches!(self.peek(), Tok::Ident(s) if s == k)
+    }
+
+    fn eat_punct(&mut self, p: &str) -> bool {
+        let yes = self.is_punct(p);
+        if yes {
+            self.bump();
+        }
+        yes
+    }
+
+    fn expected<T>(&self, what: &str) -> PResult<T> {
+        Err(SyntaxError::Expected {
+            expected: what.to_string(),
+            found: self.peek().to_string(),
+            span: self.span(),
+        })
+    }
+
+    fn expect_punct(&mut self, p: &str) -> PResult<Span> {
+        if self.is_punct(p) {
+            Ok(self.bump().span)
+        } else {
+            self.expected(&format!("`{p}`"))
+        }
+    }
+
+    fn expect_kw(&mut self, k: &str) -> PResult<Span> {
+        if self.is_kw(k) {
+            Ok(self.bump().span)
+        } else {
+            self.expected(&format!("`{k}`"))
+        }
+    }
+
+    fn expect_eof(&self) -> PResult<()> {
+        if self.peek() == &Tok::Eof {
+            Ok(())
+        } else {
+            self.expected("end of input")
+        }
+    }
+
+    /// A name being bound: not a keyword, not a primitive.
+    fn binder(&mut self, what: &str) -> PResult<(Name, Span)> {
+        match self.peek().clone() {
+            Tok::Ident(s) if !is_keyword(&s) => {
+                let span = self.bump().span;
+                if Prim::from_call_name(&s).is_some() {
+                    return Err(SyntaxError::Invalid {
+                        message: format!("`{s}` is a primitive and cannot be rebound"),
+                        span,
+                    });
+                }
+                Ok((Name::from(s.as_str()), span))
+            }
+            _ => self.expected(what),
+        }
+    }
+
+    // ---- definitions and types ----
+
+    fn def(&mut self) -> PResult<Def> {
+        self.expect_kw("def")?;
+        let (name, name_span) = self.binder("a function name")?;
+        self.expect_punct("(")?;
+        let mut params = Vec::new();
+        if !self.is_punct(")") {
+            loop {
+                let (pname, span) = self.binder("a parameter name")?;
+                self.expect_punct(":")?;
+                let ty = if self.is_kw("size") {
+                    self.bump();
+                    None
+                } else {
+                    Some(self.ty()?)
+                };
+                params.push(DefParam {
+                    name: pname,
+                    span,
+                    ty,
+                });
+                if !self.eat_punct(",") {
+                    break;
+                }
+            }
+        }
+        self.expect_punct(")")?;
+        let ret = if self.eat_punct("->") {
+            Some(self.ty()?)
+        } else {
+            None
+        };
+        self.expect_punct("=")?;
+        let body = self.expr()?;
+        Ok(Def {
+            name,
+            name_span,
+            params,
+            ret,
+            body,
+        })
+    }
+
+    fn ty(&mut self) -> PResult<Type> {
+        guard(|| self.ty_inner())
+    }
+
+    fn ty_inner(&mut self) -> PResult<Type> {
+        if self.is_kw("R") {
+            self.bump();
+            return Ok(Type::Real);
+        }
+        if self.eat_punct("[") {
+            let elem = self.ty()?;
+            self.expect_punct(";")?;
+            let n = self.size()?;
+            self.expect_punct("]")?;
+            return Ok(Type::array(elem, n));
+        }
+        if self.eat_punct("(") {
+            let mut ts = Vec::new();
+            if !self.is_punct(")") {
+                loop {
+                    ts.push(self.ty()?);
+                    if !self.eat_punct(",") {
+                        break;
+                    }
+                }
+            }
+            self.expect_punct(")")?;
+            if self.eat_punct("->") {
+                let ret = self.ty()?;
+                return Ok(Type::Fun(ts, Box::new(ret)));
+            }
+            return Ok(if ts.len() == 1 {
+                ts.pop().expect("one element")
+            } else {
+                Type::Tuple(ts)
+            });
+        }
+        self.expected("a type (`R`, `[T; n]` or a tuple `(T, T)`)")
+    }
+
+    fn size(&mut self) -> PResult<Size> {
+        let mut total = self.size_term()?;
+        loop {
+            if self.eat_punct("+") {
+                total = total.plus(&self.size_term()?);
+            } else if self.eat_punct("-") {
+                total = total.add_scaled(&self.size_term()?, -1);
+            } else {
+                return Ok(total);
+            }
+        }
+    }
+
+    fn size_term(&mut self) -> PResult<Size> {
+        match self.peek().clone() {
+            Tok::Number(s) => {
+                let span = self.bump().span;
+                let k: i64 = s.parse().map_err(|_| SyntaxError::Invalid {
+                    message: format!("a size must be a whole number, not `{s}`"),
+                    span,
+                })?;
+                if self.eat_punct("*") {
+                    let (v, _) = self.size_var()?;
+                    Ok(Size::var(v).scale(k))
+                } else {
+                    Ok(Size::lit(k))
+                }
+            }
+            Tok::Ident(_) => Ok(Size::var(self.size_var()?.0)),
+            _ => self.expected("a size (an integer or a size variable)"),
+        }
+    }
+
+    fn size_var(&mut self) -> PResult<(Name, Span)> {
+        self.binder("a size variable")
+    }
+
+    // ---- patterns ----
+
+    fn pattern(&mut self) -> PResult<Pattern> {
+        guard(|| {
+            if self.is_punct("_") {
+                return Ok(Pattern::Wild(self.bump().span));
+            }
+            if self.is_punct("(") {
+                let start = self.bump().span;
+                let mut ps = Vec::new();
+                loop {
+                    ps.push(self.pattern()?);
+                    if !self.eat_punct(",") {
+                        break;
+                    }
+                }
+                let end = self.expect_punct(")")?;
+                return Ok(if ps.len() == 1 {
+                    ps.pop().expect("one pattern")
+                } else {
+                    Pattern::Tuple(ps, start.to(end))
+                });
+            }
+            let (n, span) = self.binder("a name or a tuple pattern")?;
+            Ok(Pattern::Var(n, span))
+        })
+    }
+
+    // ---- expressions ----
+
+    fn expr(&mut self) -> PResult<Expr> {
+        guard(|| self.expr_inner())
+    }
+
+    fn expr_inner(&mut self) -> PResult<Expr> {
+        if self.is_kw("let") {
+            return self.let_chain();
+        }
+        if self.is_kw("if") {
+            let start = self.bump().span;
+            let cond = self.expr()?;
+            self.expect_kw("then")?;
+            let then_branch = self.expr()?;
+            self.expect_kw("else")?;
+            let else_branch = self.expr()?;
+            let span = start.to(else_branch.span);
+            return Ok(Expr::new(
+                ExprKind::If(Box::new(cond), Box::new(then_branch), Box::new(else_branch)),
+                span,
+            ));
+        }
+        if self.is_kw("fun") {
+            let start = self.bump().span;
+            self.expect_punct("(")?;
+            let mut params = Vec::new();
+            if !self.is_punct(")") {
+                loop {
+                    let pat = self.pattern()?;
+                    let ty = if self.eat_punct(":") {
+                        Some(self.ty()?)
+                    } else {
+                        None
+                    };
+                    params.push(Param { pat, ty });
+                    if !self.eat_punct(",") {
+                        break;
+                    }
+                }
+            }
+            self.expect_punct(")")?;
+            self.expect_punct("->")?;
+            let body = self.expr()?;
+            let span = start.to(body.span);
+            return Ok(Expr::new(ExprKind::Lambda(params, body.into()), span));
+        }
+        self.binary(0)
+    }
+
+    fn let_chain(&mut self) -> PResult<Expr> {
+        let mut bindings = Vec::new();
+        while self.is_kw("let") {
+            let start = self.bump().span;
+            let pat = self.pattern()?;
+            let ty = if self.eat_punct(":") {
+                Some(self.ty()?)
+            } else {
+                None
+            };
+            self.expect_punct("=")?;
+            let value = self.expr()?;
+            self.expect_kw("in")?;
+            bindings.push((start, pat, ty, value));
+        }
+        let mut body = self.expr()?;
+        while let Some((start, pat, ty, value)) = bindings.pop() {
+            let span = start.to(body.span);
+            body = Expr::new(
+                ExprKind::Let {
+                    pat,
+                    ty,
+                    value: Box::new(value),
+                    body: Box::new(body),
+                },
+                span,
+            );
+        }
+        Ok(body)
+    }
+
+    fn infix_op(&self) -> Option<Prim> {
+        match self.peek() {
+            Tok::Punct("+") => Some(Prim::Add),
+            Tok::Punct("-") => Some(Prim::Sub),
+            Tok::Punct("*") => Some(Prim::Mul),
+            Tok::Punct("/") => Some(Prim::Div),
+            Tok::Punct("<") => Some(Prim::Lt),
+            Tok::Punct("<=") => Some(Prim::Le),
+            Tok::Punct(">") => Some(Prim::Gt),
+            Tok::Punct(">=") => Some(Prim::Ge),
+            Tok::Punct("==") => Some(Prim::Eq),
+            Tok::Punct("!=") => Some(Prim::Ne),
+            Tok::Ident(s) if s == "and" => Some(Prim::And),
+            Tok::Ident(s) if s == "or" => Some(Prim::Or),
+            _ => None,
+        }
+    }
+
+    /// Operators binding at least as tightly as `min`.
+    fn binary(&mut self, min: u8) -> PResult<Expr> {
+        let mut lhs = self.prefix()?;
+        while let Some(op) = self.infix_op() {
+            let Fixity::Infix(p) = op.info().fixity else {
+                unreachable!("infix_op returns infix primitives")
+            };
+            if p < min {
+                break;
+            }
+            self.bump();
+            let rhs = guard(|| self.binary(p + 1))?;
+            if p == prec::CMP
+                && matches!(self.infix_op(), Some(q) if q.info().fixity == Fixity::Infix(prec::CMP))
+            {
+                return Err(SyntaxError::Invalid {
+                    message: "comparisons do not chain: write `a < b and b < c`".into(),
+                    span: self.span(),
+                });
+            }
+            let span = lhs.span.to(rhs.span);
+            lhs = Expr::new(ExprKind::Prim(op, vec![lhs, rhs]), span);
+        }
+        Ok(lhs)
+    }
+
+    fn prefix(&mut self) -> PResult<Expr> {
+        guard(|| {
+            if self.is_kw("let") || self.is_kw("if") || self.is_kw("fun") {
+                return self.expr();
+            }
+            if self.is_kw("not") {
+                let start = self.bump().span;
+                let e = self.binary(prec::NOT)?;
+                let span = start.to(e.span);
+                return Ok(Expr::new(ExprKind::Prim(Prim::Not, vec![e]), span));
+            }
+            if self.is_punct("-") {
+                let start = self.bump().span;
+                // `-1.5` and `-inf` are constants; `-(1.5)` is a negation.
+                let literal = match self.peek() {
+                    Tok::Number(_) => true,
+                    Tok::Ident(s) => s == "inf" || s == "nan",
+                    _ => false,
+                };
+                if literal && !self.token().spaced {
+                    let e = self.atom()?;
+                    if let ExprKind::Const(c) = e.kind {
+                        let span = start.to(e.span);
+                        return self.postfix_from(Expr::new(ExprKind::Const(-c), span), true);
+                    }
+                }
+                let e = self.prefix()?;
+                let span = start.to(e.span);
+                return Ok(Expr::new(ExprKind::Prim(Prim::Neg, vec![e]), span));
+            }
+            self.application()
+        })
+    }
+
+    fn application(&mut self) -> PResult<Expr> {
+        let start = self.span();
+        let array_op = match self.peek() {
+            Tok::Ident(s) => match s.as_str() {
+                "map" => Some(ArrayOp::Map),
+                "map2" => Some(ArrayOp::Map2),
+                "reduce" => Some(ArrayOp::Reduce),
+                "foldl" => Some(ArrayOp::Foldl),
+                "scanl" => Some(ArrayOp::Scanl),
+                "scanr" => Some(ArrayOp::Scanr),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(op) = array_op {
+            self.bump();
+            let f = self.argument("a function argument (a lambda `(x. e)`, `(+)`, or a name)")?;
+            let mut args = Vec::new();
+            for _ in 0..op.arity() {
+                args.push(self.argument("an argument")?);
+            }
+            let span = start.to(self.prev_span());
+            return Ok(Expr::new(ExprKind::ArrayOp(op, Box::new(f), args), span));
+        }
+        let juxtaposed = match self.peek() {
+            Tok::Ident(s) if s == "shift1L" => Some(Builtin::Shift1L),
+            Tok::Ident(s) if s == "shift1R" => Some(Builtin::Shift1R),
+            _ => None,
+        };
+        if let Some(b) = juxtaposed {
+            self.bump();
+            let a = self.argument("an array argument")?;
+            let span = start.to(a.span);
+            return Ok(Expr::new(ExprKind::Builtin(b, vec![a]), span));
+        }
+        if self.is_kw("fst") || self.is_kw("snd") {
+            let index = usize::from(self.is_kw("snd"));
+            self.bump();
+            let e = self.argument("a tuple argument")?;
+            let span = start.to(e.span);
+            return Ok(Expr::new(ExprKind::Proj(Box::new(e), index), span));
+        }
+        self.postfix(true)
+    }
+
+    /// A juxtaposed argument of an array operation: a postfix expression
+    /// whose calls and indexes touch their operand.
+    fn argument(&mut self, what: &str) -> PResult<Expr> {
+        if self.starts_atom() {
+            self.postfix(false)
+        } else {
+            self.expected(what)
+        }
+    }
+
+    fn starts_atom(&self) -> bool {
+        match self.peek() {
+            Tok::Number(_) => true,
+            Tok::Punct(p) => matches!(*p, "(" | "["),
+            Tok::Ident(s) => {
+                !is_keyword(s)
+                    || matches!(
+                        s.as_str(),
+                        "inf" | "nan" | "len" | "iota" | "replicate" | "concat"
+                    )
+            }
+            _ => false,
+        }
+    }
+
+    fn postfix(&mut self, spaced_ok: bool) -> PResult<Expr> {
+        let e = self.atom()?;
+        self.postfix_from(e, spaced_ok)
+    }
+
+    fn postfix_from(&mut self, mut e: Expr, spaced_ok: bool) -> PResult<Expr> {
+        loop {
+            let touching = spaced_ok || !self.token().spaced;
+            if self.is_punct("(") && touching {
+                let args = self.call_args()?;
+                let span = e.span.to(self.prev_span());
+                e = Expr::new(ExprKind::Apply(Box::new(e), args), span);
+            } else if self.is_punct("[") && touching {
+                self.bump();
+                let negative = self.eat_punct("-");
+                let k = match self.peek().clone() {
+                    Tok::Number(s) => {
+                        let span = self.bump().span;
+                        s.parse::<i64>().map_err(|_| SyntaxError::Invalid {
+                            message: format!("an index must be a whole number, not `{s}`"),
+                            span,
+                        })?
+                    }
+                    _ => return self.expected("a constant integer index"),
+                };
+                self.expect_punct("]")?;
+                let span = e.span.to(self.prev_span());
+                e = Expr::new(
+                    ExprKind::Index(Box::new(e), if negative { -k } else { k }),
+                    span,
+                );
+            } else if let Tok::ProjIndex(k) = *self.peek() {
+                let span = e.span.to(self.bump().span);
+                e = Expr::new(ExprKind::Proj(Box::new(e), k), span);
+            } else {
+                return Ok(e);
+            }
+        }
+    }
+
+    fn call_args(&mut self) -> PResult<Vec<Expr>> {
+        self.expect_punct("(")?;
+        let mut args = Vec::new();
+        if !self.is_punct(")") {
+            loop {
+                args.push(self.expr()?);
+                if !self.eat_punct(",") {
+                    break;
+                }
+            }
+        }
+        self.expect_punct(")")?;
+        Ok(args)
+    }
+
+    fn atom(&mut self) -> PResult<Expr> {
+        let start = self.span();
+        match self.peek().clone() {
+            Tok::Number(s) => {
+                self.bump();
+                let v: f64 = s.parse().map_err(|_| SyntaxError::Invalid {
+                    message: format!("`{s}` is not a number"),
+                    span: start,
+                })?;
+                Ok(Expr::new(ExprKind::Const(v), start))
+            }
+            Tok::Ident(s) => self.atom_ident(&s, start),
+            Tok::Punct("(") => self.paren(),
+            Tok::Punct("[") => {
+                self.bump();
+                let mut elems = Vec::new();
+                if !self.is_punct("]") {
+                    loop {
+                        elems.push(self.expr()?);
+                        if !self.eat_punct(",") {
+                            break;
+                        }
+                    }
+                }
+                let end = self.expect_punct("]")?;
+                Ok(Expr::new(ExprKind::ArrayLit(elems), start.to(end)))
+            }
+            _ => self.expected("an expression"),
+        }
+    }
+
+    fn atom_ident(&mut self, s: &str, start: Span) -> PResult<Expr> {
+        match s {
+            "inf" => {
+                self.bump();
+                return Ok(Expr::new(ExprKind::Const(f64::INFINITY), start));
+            }
+            "nan" => {
+                self.bump();
+                return Ok(Expr::new(ExprKind::Const(f64::NAN), start));
+            }
+            _ => {}
+        }
+        let builtin = match s {
+            "len" => Some(Builtin::Len),
+            "iota" => Some(Builtin::Iota),
+            "replicate" => Some(Builtin::Replicate),
+            "concat" => Some(Builtin::Concat),
+            _ => None,
+        };
+        if let Some(b) = builtin {
+            self.bump();
+            if !self.is_punct("(") {
+                return self.expected(&format!("`(` after `{}`", b.name()));
+            }
+            let args = self.call_args()?;
+            let span = start.to(self.prev_span());
+            if args.len() != b.arity() {
+                return Err(arity_error(b.name(), b.arity(), args.len(), span));
+            }
+            return Ok(Expr::new(ExprKind::Builtin(b, args), span));
+        }
+        if is_keyword(s) {
+            return self.expected("an expression");
+        }
+        self.bump();
+        if let Some(p) = Prim::from_call_name(s) {
+            if self.is_punct("(") && !self.token().spaced {
+                let args = self.call_args()?;
+                let span = start.to(self.prev_span());
+                if args.len() != p.info().arity {
+                    return Err(arity_error(s, p.info().arity, args.len(), span));
+                }
+                return Ok(Expr::new(ExprKind::Prim(p, args), span));
+            }
+            return Ok(Expr::new(ExprKind::PrimFn(p), start));
+        }
+        Ok(Expr::new(ExprKind::Var(Name::from(s)), start))
+    }
+
+    /// `(`: unit, operator section, lambda, parenthesised expression or tuple.
+    fn paren(&mut self) -> PResult<Expr> {
+        let start = self.bump().span;
+        if self.is_punct(")") {
+            let end = self.bump().span;
+            return Ok(Expr::new(ExprKind::Tuple(vec![]), start.to(end)));
+        }
+        if let (Tok::Punct(op), Tok::Punct(")")) = (self.peek().clone(), self.peek_at(1).clone()) {
+            if let Some(p) = Prim::from_section(op) {
+                self.bump();
+                let end = self.bump().span;
+                return Ok(Expr::new(ExprKind::PrimFn(p), start.to(end)));
+            }
+        }
+        if let Some(params) = self.try_lambda_params() {
+            let body = self.expr()?;
+            let end = self.expect_punct(")")?;
+            let params = params
+                .into_iter()
+                .map(|pat| Param { pat, ty: None })
+                .collect();
+            return Ok(Expr::new(
+                ExprKind::Lambda(params, body.into()),
+                start.to(end),
+            ));
+        }
+        let first = self.expr()?;
+        if self.eat_punct(",") {
+            let mut elems = vec![first];
+            loop {
+                elems.push(self.expr()?);
+                if !self.eat_punct(",") {
+                    break;
+                }
+            }
+            let end = self.expect_punct(")")?;
+            return Ok(Expr::new(ExprKind::Tuple(elems), start.to(end)));
+        }
+        self.expect_punct(")")?;
+        Ok(first)
+    }
+
+    /// `p1, ..., pk .` at the current position, consumed on success; on
+    /// failure nothing is consumed.
+    fn try_lambda_params(&mut self) -> Option<Vec<Pattern>> {
+        let save = self.pos;
+        let mut params = Vec::new();
+        loop {
+            match self.pattern() {
+                Ok(p) => params.push(p),
+                Err(_) => {
+                    self.pos = save;
+                    return None;
+                }
+            }
+            if !self.eat_punct(",") {
+                break;
+            }
+        }
+        if self.eat_punct(".") {
+            Some(params)
+        } else {
+            self.pos = save;
+            None
+        }
+    }
+}
+
+fn arity_error(name: &str, want: usize, got: usize, span: Span) -> SyntaxError {
+    SyntaxError::Invalid {
+        message: format!(
+            "`{name}` takes {want} argument{}, but {got} {} given",
+            if want == 1 { "" } else { "s" },
+            if got == 1 { "was" } else { "were" }
+        ),
+        span,
+    }
+}

@@ -1,0 +1,525 @@
+//! The syntax tree of the whole language: Source (Figure 2 and the
+//! extensions of §7 and Appendix A) and the Target-only forms of Figure 3
+//! (lambdas with typed parameters, application, n-tuples, scans, shifts).
+//!
+//! Every node carries the [`Span`] of the text it was parsed from
+//! ([`Span::DUMMY`] for terms a pass builds). Equality of trees ignores spans
+//! (see [`Expr::same`]), which is what the printer/parser round trip promises.
+//!
+//! Deep terms are ordinary boxed trees; every recursive walk goes through
+//! [`crate::deep::guard`], which moves to a heap-allocated stack segment when
+//! the native stack runs low, so a 100,000-binding `let` chain is as safe as a
+//! short one. Dropping a tree is guarded the same way.
+
+use crate::prim::Prim;
+use crate::span::Span;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// An identifier.
+pub type Name = Arc<str>;
+
+/// A size expression in normal form: `constant + Σ coefficient·variable`,
+/// variables sorted, no zero coefficients.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Size {
+    /// The constant term.
+    pub constant: i64,
+    /// Variable → coefficient, without zeros.
+    pub terms: BTreeMap<Name, i64>,
+}
+
+impl Size {
+    /// The literal size `n`.
+    pub fn lit(n: i64) -> Size {
+        Size {
+            constant: n,
+            terms: BTreeMap::new(),
+        }
+    }
+
+    /// The size variable `name`.
+    pub fn var(name: Name) -> Size {
+        let mut terms = BTreeMap::new();
+        terms.insert(name, 1);
+        Size { constant: 0, terms }
+    }
+
+    /// `self + k·other`.
+    pub fn add_scaled(&self, other: &Size, k: i64) -> Size {
+        let mut out = self.clone();
+        out.constant += k * other.constant;
+        for (v, c) in &other.terms {
+            let e = out.terms.entry(v.clone()).or_insert(0);
+            *e += k * c;
+            if *e == 0 {
+                out.terms.remove(v);
+            }
+        }
+        out
+    }
+
+    /// `self + other`.
+    pub fn plus(&self, other: &Size) -> Size {
+        self.add_scaled(other, 1)
+    }
+
+    /// `self + n`.
+    pub fn offset(&self, n: i64) -> Size {
+        let mut out = self.clone();
+        out.constant += n;
+        out
+    }
+
+    /// `k·self`.
+    pub fn scale(&self, k: i64) -> Size {
+        Size::lit(0).add_scaled(self, k)
+    }
+
+    /// The value of a size without variables.
+    pub fn as_literal(&self) -> Option<i64> {
+        self.terms.is_empty().then_some(self.constant)
+    }
+
+    /// Replaces each variable by the size `subst` gives it (variables it does
+    /// not mention stay).
+    pub fn substitute(&self, subst: &dyn Fn(&Name) -> Option<Size>) -> Size {
+        let mut out = Size::lit(self.constant);
+        for (v, c) in &self.terms {
+            match subst(v) {
+                Some(s) => out = out.add_scaled(&s, *c),
+                None => out = out.add_scaled(&Size::var(v.clone()), *c),
+            }
+        }
+        out
+    }
+}
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        for (v, &c) in &self.terms {
+            let (sign, mag) = if c < 0 { ("-", -c) } else { ("+", c) };
+            match (first, sign) {
+                (true, "-") => f.write_str("-")?,
+                (true, _) => {}
+                (false, s) => f.write_str(s)?,
+            }
+            if mag != 1 {
+                write!(f, "{mag}*")?;
+            }
+            f.write_str(v)?;
+            first = false;
+        }
+        if first {
+            write!(f, "{}", self.constant)
+        } else if self.constant > 0 {
+            write!(f, "+{}", self.constant)
+        } else if self.constant < 0 {
+            write!(f, "-{}", -self.constant)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// A type.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Type {
+    /// `R`, a 64-bit float.
+    Real,
+    /// The type of a condition. It is not a value type: conditions appear
+    /// only after `if` and under `and`, `or`, `not`.
+    Bool,
+    /// `(T1, ..., Tk)`, k ≥ 2 (k = 0 is the unit tuple `()`).
+    Tuple(Vec<Type>),
+    /// `[T; n]`.
+    Array(Box<Type>, Size),
+    /// `(T1, ..., Tk) -> T`, the type of a lambda (Target only).
+    Fun(Vec<Type>, Box<Type>),
+}
+
+impl Type {
+    /// `[elem; size]`.
+    pub fn array(elem: Type, size: Size) -> Type {
+        Type::Array(Box::new(elem), size)
+    }
+
+    /// True for types built from `R`, tuples and arrays (the paper's ground
+    /// types G of Figure 4).
+    pub fn is_ground(&self) -> bool {
+        match self {
+            Type::Real => true,
+            Type::Bool | Type::Fun(..) => false,
+            Type::Tuple(ts) => ts.iter().all(Type::is_ground),
+            Type::Array(t, _) => t.is_ground(),
+        }
+    }
+
+    /// Applies a size substitution to every size in the type.
+    pub fn substitute(&self, subst: &dyn Fn(&Name) -> Option<Size>) -> Type {
+        match self {
+            Type::Real | Type::Bool => self.clone(),
+            Type::Tuple(ts) => Type::Tuple(ts.iter().map(|t| t.substitute(subst)).collect()),
+            Type::Array(t, n) => Type::array(t.substitute(subst), n.substitute(subst)),
+            Type::Fun(ps, r) => Type::Fun(
+                ps.iter().map(|t| t.substitute(subst)).collect(),
+                Box::new(r.substitute(subst)),
+            ),
+        }
+    }
+}
+
+/// A binding pattern: a name, `_`, or a tuple of patterns.
+#[derive(Clone, Debug)]
+pub enum Pattern {
+    /// Binds a name.
+    Var(Name, Span),
+    /// Binds nothing.
+    Wild(Span),
+    /// Destructures a tuple.
+    Tuple(Vec<Pattern>, Span),
+}
+
+impl Pattern {
+    /// Where the pattern was written.
+    pub fn span(&self) -> Span {
+        match self {
+            Pattern::Var(_, s) | Pattern::Wild(s) | Pattern::Tuple(_, s) => *s,
+        }
+    }
+
+    /// The names bound, left to right.
+    pub fn names(&self, out: &mut Vec<Name>) {
+        match self {
+            Pattern::Var(n, _) => out.push(n.clone()),
+            Pattern::Wild(_) => {}
+            Pattern::Tuple(ps, _) => ps.iter().for_each(|p| p.names(out)),
+        }
+    }
+
+    /// Equality ignoring spans.
+    pub fn same(&self, other: &Pattern) -> bool {
+        match (self, other) {
+            (Pattern::Var(a, _), Pattern::Var(b, _)) => a == b,
+            (Pattern::Wild(_), Pattern::Wild(_)) => true,
+            (Pattern::Tuple(a, _), Pattern::Tuple(b, _)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same(y))
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A lambda parameter: a pattern and, in Target terms, its type.
+#[derive(Clone, Debug)]
+pub struct Param {
+    /// What it binds.
+    pub pat: Pattern,
+    /// Its declared type (required on lambdas that are not the function
+    /// argument of an array operation).
+    pub ty: Option<Type>,
+}
+
+/// The array operations that take a function argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArrayOp {
+    /// `map F A`
+    Map,
+    /// `map2 F A B`
+    Map2,
+    /// `reduce F z A`
+    Reduce,
+    /// `foldl F z A`
+    Foldl,
+    /// `scanl F z A`
+    Scanl,
+    /// `scanr F z A`
+    Scanr,
+}
+
+impl ArrayOp {
+    /// The keyword.
+    pub fn name(self) -> &'static str {
+        match self {
+            ArrayOp::Map => "map",
+            ArrayOp::Map2 => "map2",
+            ArrayOp::Reduce => "reduce",
+            ArrayOp::Foldl => "foldl",
+            ArrayOp::Scanl => "scanl",
+            ArrayOp::Scanr => "scanr",
+        }
+    }
+
+    /// Number of arguments after the function.
+    pub fn arity(self) -> usize {
+        match self {
+            ArrayOp::Map => 1,
+            _ => 2,
+        }
+    }
+
+    /// Number of arguments the function takes.
+    pub fn fn_arity(self) -> usize {
+        match self {
+            ArrayOp::Map => 1,
+            _ => 2,
+        }
+    }
+}
+
+/// Built-in array forms without a function argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Builtin {
+    /// `len(A)`: the length as a real.
+    Len,
+    /// `iota(n)`: `[0, 1, ..., n-1]`.
+    Iota,
+    /// `replicate(n, e)`: `n` copies of `e`.
+    Replicate,
+    /// `concat(A, B)`.
+    Concat,
+    /// `shift1L A`: drop the first element.
+    Shift1L,
+    /// `shift1R A`: drop the last element.
+    Shift1R,
+}
+
+impl Builtin {
+    /// The keyword.
+    pub fn name(self) -> &'static str {
+        match self {
+            Builtin::Len => "len",
+            Builtin::Iota => "iota",
+            Builtin::Replicate => "replicate",
+            Builtin::Concat => "concat",
+            Builtin::Shift1L => "shift1L",
+            Builtin::Shift1R => "shift1R",
+        }
+    }
+
+    /// Number of arguments.
+    pub fn arity(self) -> usize {
+        match self {
+            Builtin::Replicate | Builtin::Concat => 2,
+            _ => 1,
+        }
+    }
+
+    /// Whether it is written with juxtaposition (`shift1L A`) rather than as
+    /// a call (`len(A)`).
+    pub fn is_juxtaposed(self) -> bool {
+        matches!(self, Builtin::Shift1L | Builtin::Shift1R)
+    }
+}
+
+/// An expression.
+#[derive(Clone, Debug)]
+pub struct Expr {
+    /// What it is.
+    pub kind: ExprKind,
+    /// Where it was written.
+    pub span: Span,
+}
+
+/// The forms of [`Expr`].
+#[derive(Clone, Debug)]
+pub enum ExprKind {
+    /// A real constant (negative literals are constants, not negations).
+    Const(f64),
+    /// A variable, a size variable, or the name of a definition.
+    Var(Name),
+    /// A primitive applied to its arguments (`a + b`, `sin(x)`, `a < b`).
+    Prim(Prim, Vec<Expr>),
+    /// A primitive as a function value: `(+)`, `max`, `exp`.
+    PrimFn(Prim),
+    /// `let pat [: ty] = value in body`.
+    Let {
+        /// What it binds.
+        pat: Pattern,
+        /// Declared type.
+        ty: Option<Type>,
+        /// The bound expression.
+        value: Box<Expr>,
+        /// The scope.
+        body: Box<Expr>,
+    },
+    /// `(e1, ..., ek)`, k ≠ 1.
+    Tuple(Vec<Expr>),
+    /// `e.i` (`fst e` is `e.0`, `snd e` is `e.1`).
+    Proj(Box<Expr>, usize),
+    /// `[e1, ..., ek]`.
+    ArrayLit(Vec<Expr>),
+    /// `A[k]`, `k` a constant (negative counts from the end).
+    Index(Box<Expr>, i64),
+    /// `if cond then e1 else e2`.
+    If(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// `(x, y. e)` or `fun (x: T, y: T) -> e`.
+    Lambda(Vec<Param>, Arc<Expr>),
+    /// `f(e1, ..., ek)`: a call of a definition, or of a function value.
+    Apply(Box<Expr>, Vec<Expr>),
+    /// `map F A`, `reduce F z A`, …: the function, then the other arguments.
+    ArrayOp(ArrayOp, Box<Expr>, Vec<Expr>),
+    /// `len(A)`, `iota(n)`, `shift1L A`, …
+    Builtin(Builtin, Vec<Expr>),
+}
+
+impl Expr {
+    /// A node.
+    pub fn new(kind: ExprKind, span: Span) -> Expr {
+        Expr { kind, span }
+    }
+
+    /// A node without a source position.
+    pub fn synth(kind: ExprKind) -> Expr {
+        Expr {
+            kind,
+            span: Span::DUMMY,
+        }
+    }
+
+    /// The children, left to right.
+    pub fn children(&self) -> Vec<&Expr> {
+        match &self.kind {
+            ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::PrimFn(_) => vec![],
+            ExprKind::Prim(_, args)
+            | ExprKind::Tuple(args)
+            | ExprKind::ArrayLit(args)
+            | ExprKind::Builtin(_, args) => args.iter().collect(),
+            ExprKind::Let { value, body, .. } => vec![value, body],
+            ExprKind::Proj(e, _) | ExprKind::Index(e, _) => vec![e],
+            ExprKind::If(c, t, e) => vec![c, t, e],
+            ExprKind::Lambda(_, body) => vec![body],
+            ExprKind::Apply(f, args) | ExprKind::ArrayOp(_, f, args) => {
+                std::iter::once(&**f).chain(args.iter()).collect()
+            }
+        }
+    }
+
+    /// Structural equality, ignoring spans. Constants compare by bits, so
+    /// `nan` equals `nan` and `0` differs from `-0`.
+    pub fn same(&self, other: &Expr) -> bool {
+        crate::deep::guard(|| self.same_inner(other))
+    }
+
+    fn same_inner(&self, other: &Expr) -> bool {
+        use ExprKind::*;
+        let (a, b) = (&self.kind, &other.kind);
+        let all = |xs: &[Expr], ys: &[Expr]| {
+            xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| x.same(y))
+        };
+        match (a, b) {
+            (Const(x), Const(y)) => x.to_bits() == y.to_bits(),
+            (Var(x), Var(y)) => x == y,
+            (Prim(p, xs), Prim(q, ys)) => p == q && all(xs, ys),
+            (PrimFn(p), PrimFn(q)) => p == q,
+            (
+                Let {
+                    pat: p1,
+                    ty: t1,
+                    value: v1,
+                    body: b1,
+                },
+                Let {
+                    pat: p2,
+                    ty: t2,
+                    value: v2,
+                    body: b2,
+                },
+            ) => p1.same(p2) && t1 == t2 && v1.same(v2) && b1.same(b2),
+            (Tuple(xs), Tuple(ys)) | (ArrayLit(xs), ArrayLit(ys)) => all(xs, ys),
+            (Proj(x, i), Proj(y, j)) => i == j && x.same(y),
+            (Index(x, i), Index(y, j)) => i == j && x.same(y),
+            (If(c1, t1, e1), If(c2, t2, e2)) => c1.same(c2) && t1.same(t2) && e1.same(e2),
+            (Lambda(ps, b1), Lambda(qs, b2)) => {
+                ps.len() == qs.len()
+                    && ps
+                        .iter()
+                        .zip(qs)
+                        .all(|(p, q)| p.pat.same(&q.pat) && p.ty == q.ty)
+                    && b1.same(b2)
+            }
+            (Apply(f, xs), Apply(g, ys)) => f.same(g) && all(xs, ys),
+            (ArrayOp(o1, f, xs), ArrayOp(o2, g, ys)) => o1 == o2 && f.same(g) && all(xs, ys),
+            (Builtin(b1, xs), Builtin(b2, ys)) => b1 == b2 && all(xs, ys),
+            _ => false,
+        }
+    }
+}
+
+impl Drop for Expr {
+    fn drop(&mut self) {
+        // Children are dropped inside the guard, so dropping a very deep tree
+        // cannot overflow the native stack.
+        let has_children = !matches!(
+            self.kind,
+            ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::PrimFn(_)
+        );
+        if has_children {
+            let kind = std::mem::replace(&mut self.kind, ExprKind::Const(0.0));
+            crate::deep::guard(move || drop(kind));
+        }
+    }
+}
+
+/// A parameter of a definition.
+#[derive(Clone, Debug)]
+pub struct DefParam {
+    /// Its name.
+    pub name: Name,
+    /// Where it was declared.
+    pub span: Span,
+    /// Its type, or `None` for a size parameter (`s: size`).
+    pub ty: Option<Type>,
+}
+
+/// `def name(params) -> ret = body`.
+#[derive(Clone, Debug)]
+pub struct Def {
+    /// The function's name.
+    pub name: Name,
+    /// Where the name was written.
+    pub name_span: Span,
+    /// Parameters.
+    pub params: Vec<DefParam>,
+    /// The declared result type.
+    pub ret: Option<Type>,
+    /// The body.
+    pub body: Expr,
+}
+
+impl Def {
+    /// Equality ignoring spans.
+    pub fn same(&self, other: &Def) -> bool {
+        self.name == other.name
+            && self.params.len() == other.params.len()
+            && self
+                .params
+                .iter()
+                .zip(&other.params)
+                .all(|(a, b)| a.name == b.name && a.ty == b.ty)
+            && self.ret == other.ret
+            && self.body.same(&other.body)
+    }
+}
+
+/// A parsed file: definitions in order.
+#[derive(Clone, Debug, Default)]
+pub struct Module {
+    /// The definitions; each may call only those before it.
+    pub defs: Vec<Def>,
+}
+
+impl Module {
+    /// Equality ignoring spans.
+    pub fn same(&self, other: &Module) -> bool {
+        self.defs.len() == other.defs.len()
+            && self.defs.iter().zip(&other.defs).all(|(a, b)| a.same(b))
+    }
+
+    /// The definition called `name`.
+    pub fn def(&self, name: &str) -> Option<&Def> {
+        self.defs.iter().find(|d| &*d.name == name)
+    }
+}

@@ -1,0 +1,829 @@
+//! Random well-typed programs and inputs for differential testing
+//! (feature `testing`).
+//!
+//! [`arb_case`] is a proptest strategy: a seed drives a type-directed
+//! generator that builds a module of one or two helper definitions and a
+//! `main` definition whose parameters mix reals, arrays, arrays of arrays,
+//! tuples and a size parameter, over every construct of the language. The
+//! case carries argument values with sizes drawn per size variable (0 to 3,
+//! so empty arrays occur).
+//!
+//! The programs are meant for comparing engines and finite differences, so
+//! primitives are kept inside their smooth domain by construction (`log`
+//! and `sqrt` of `e*e + 0.5`, division by `e*e + 1`, `exp` and `tan` of a
+//! `sin`), and indexing is generated only on arrays whose type guarantees an
+//! element. Non-smooth primitives (`abs`, `min`, `max`, `sign`) and
+//! conditionals do occur; tests that compare against finite differences
+//! tolerate the rare input that lands on a kink.
+
+use crate::prim::Prim;
+use crate::syntax::*;
+use crate::value::Value;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+/// A generated program and the arguments to call it with.
+#[derive(Clone, Debug)]
+pub struct Case {
+    /// The module; its last definition is `main`.
+    pub module: Module,
+    /// Argument values for `main`, one per parameter.
+    pub args: Vec<Value>,
+    /// The value of each size variable in `args`.
+    pub sizes: BTreeMap<Name, i64>,
+}
+
+impl Case {
+    /// The program text.
+    pub fn text(&self) -> String {
+        self.module.to_string()
+    }
+}
+
+/// Knobs of the generator.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Nesting depth of generated expressions.
+    pub depth: u32,
+    /// Largest value drawn for a size variable.
+    pub max_size: i64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            depth: 4,
+            max_size: 3,
+        }
+    }
+}
+
+/// Strategy for generated cases.
+pub fn arb_case() -> impl Strategy<Value = Case> {
+    any::<u64>().prop_map(|seed| generate(seed, &Config::default()))
+}
+
+/// The case for `seed`.
+pub fn generate(seed: u64, config: &Config) -> Case {
+    let mut g = Gen {
+        rng: Rng(seed ^ 0x9e37_79b9_7f4a_7c15),
+        vars: Vec::new(),
+        helpers: Vec::new(),
+        fresh: 0,
+        config: config.clone(),
+    };
+    g.case()
+}
+
+/// splitmix64: small, fast and good enough to drive the generator.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+    fn real(&mut self) -> f64 {
+        let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
+        ((u * 4.0 - 2.0) * 1000.0).round() / 1000.0
+    }
+}
+
+struct Helper {
+    name: Name,
+    params: Vec<Type>,
+    ret: Type,
+}
+
+struct Gen {
+    rng: Rng,
+    /// Variables in scope with their types.
+    vars: Vec<(Name, Type)>,
+    helpers: Vec<Helper>,
+    fresh: usize,
+    config: Config,
+}
+
+fn e(kind: ExprKind) -> Expr {
+    Expr::synth(kind)
+}
+fn c(x: f64) -> Expr {
+    e(ExprKind::Const(x))
+}
+fn var(n: &Name) -> Expr {
+    e(ExprKind::Var(n.clone()))
+}
+fn prim(p: Prim, args: Vec<Expr>) -> Expr {
+    e(ExprKind::Prim(p, args))
+}
+fn lam(names: &[Name], body: Expr) -> Expr {
+    let params = names
+        .iter()
+        .map(|n| Param {
+            pat: Pattern::Var(n.clone(), Default::default()),
+            ty: None,
+        })
+        .collect();
+    e(ExprKind::Lambda(params, body.into()))
+}
+fn arr_op(op: ArrayOp, f: Expr, args: Vec<Expr>) -> Expr {
+    e(ExprKind::ArrayOp(op, Box::new(f), args))
+}
+fn builtin(b: Builtin, args: Vec<Expr>) -> Expr {
+    e(ExprKind::Builtin(b, args))
+}
+
+/// The smallest value `n` takes when every size variable is at least 0.
+fn min_size(n: &Size) -> Option<i64> {
+    n.terms.values().all(|&k| k >= 0).then_some(n.constant)
+}
+
+impl Gen {
+    fn name(&mut self, base: &str) -> Name {
+        self.fresh += 1;
+        Name::from(format!("{base}_{}", self.fresh))
+    }
+
+    /// `let t = x in t*t + k`, positive.
+    fn positive(&mut self, x: Expr, k: f64) -> Expr {
+        let t = self.name("t");
+        let square = prim(Prim::Mul, vec![var(&t), var(&t)]);
+        e(ExprKind::Let {
+            pat: Pattern::Var(t, Default::default()),
+            ty: None,
+            value: Box::new(x),
+            body: Box::new(prim(Prim::Add, vec![square, c(k)])),
+        })
+    }
+
+    fn case(&mut self) -> Case {
+        let size_names: Vec<Name> = ["n", "m", "d"].iter().map(|s| Name::from(*s)).collect();
+        let mut sizes = BTreeMap::new();
+        for n in &size_names {
+            sizes.insert(
+                n.clone(),
+                self.rng.below(self.config.max_size as u64 + 1) as i64,
+            );
+        }
+        let s_name = Name::from("s");
+        sizes.insert(
+            s_name.clone(),
+            self.rng.below(self.config.max_size as u64 + 1) as i64,
+        );
+
+        let mut defs = Vec::new();
+        for k in 0..self.rng.below(3) {
+            let name = Name::from(format!("helper{k}"));
+            let nparams = 1 + self.rng.below(2) as usize;
+            let mut params = Vec::new();
+            let mut tys = Vec::new();
+            for j in 0..nparams {
+                let ty = self.param_type(&[Name::from("k")]);
+                let pname = Name::from(format!("p{j}"));
+                params.push(DefParam {
+                    name: pname.clone(),
+                    span: Default::default(),
+                    ty: Some(ty.clone()),
+                });
+                tys.push(ty.clone());
+                self.vars.push((pname, ty));
+            }
+            let ret = if self.rng.chance(70) {
+                Type::Real
+            } else {
+                Type::Tuple(vec![Type::Real, Type::Real])
+            };
+            let body = self.expr(&ret, self.config.depth - 1);
+            self.vars.clear();
+            defs.push(Def {
+                name: name.clone(),
+                name_span: Default::default(),
+                params,
+                ret: Some(ret.clone()),
+                body,
+            });
+            self.helpers.push(Helper {
+                name,
+                params: tys,
+                ret,
+            });
+        }
+
+        let nparams = 1 + self.rng.below(4) as usize;
+        let mut params = Vec::new();
+        let mut args = Vec::new();
+        for j in 0..nparams {
+            let ty = self.param_type(&size_names);
+            let pname = Name::from(format!("x{j}"));
+            args.push(self.value_of(&ty, &sizes));
+            params.push(DefParam {
+                name: pname.clone(),
+                span: Default::default(),
+                ty: Some(ty.clone()),
+            });
+            self.vars.push((pname, ty));
+        }
+        if self.rng.chance(40) {
+            params.push(DefParam {
+                name: s_name.clone(),
+                span: Default::default(),
+                ty: None,
+            });
+            args.push(Value::Real(sizes[&s_name] as f64));
+            self.vars.push((s_name.clone(), Type::Real));
+        }
+        // Only size variables the parameters mention are bound.
+        let mut used = Vec::new();
+        for p in &params {
+            match &p.ty {
+                Some(t) => collect_sizes(t, &mut used),
+                None => used.push(p.name.clone()),
+            }
+        }
+        sizes.retain(|k, _| used.contains(k));
+        for n in &used {
+            if params.iter().all(|p| &p.name != n) {
+                self.vars.push((n.clone(), Type::Real));
+            }
+        }
+        let ret = self.result_type();
+        let body = self.expr(&ret, self.config.depth);
+        defs.push(Def {
+            name: Name::from("main"),
+            name_span: Default::default(),
+            params,
+            ret: Some(ret),
+            body,
+        });
+        Case {
+            module: Module { defs },
+            args,
+            sizes,
+        }
+    }
+
+    fn param_type(&mut self, size_names: &[Name]) -> Type {
+        let n = Size::var(size_names[self.rng.below(size_names.len() as u64) as usize].clone());
+        match self.rng.below(6) {
+            0 | 1 => Type::Real,
+            2 | 3 => Type::array(Type::Real, n),
+            4 => {
+                let inner =
+                    Size::var(size_names[self.rng.below(size_names.len() as u64) as usize].clone());
+                Type::array(Type::array(Type::Real, inner), n)
+            }
+            _ => Type::Tuple(vec![Type::Real, Type::array(Type::Real, n)]),
+        }
+    }
+
+    fn result_type(&mut self) -> Type {
+        match self.rng.below(8) {
+            0..=4 => Type::Real,
+            5 => Type::Tuple(vec![Type::Real, Type::Real]),
+            _ => {
+                let sizes = self.known_sizes();
+                let n = sizes[self.rng.below(sizes.len() as u64) as usize].clone();
+                Type::array(Type::Real, n)
+            }
+        }
+    }
+
+    fn value_of(&mut self, ty: &Type, sizes: &BTreeMap<Name, i64>) -> Value {
+        match ty {
+            Type::Real => Value::Real(self.rng.real()),
+            Type::Tuple(ts) => Value::tuple(ts.iter().map(|t| self.value_of(t, sizes)).collect()),
+            Type::Array(t, n) => {
+                let len = n.constant + n.terms.iter().map(|(v, k)| k * sizes[v]).sum::<i64>();
+                Value::array((0..len).map(|_| self.value_of(t, sizes)).collect())
+            }
+            Type::Bool | Type::Fun(..) => unreachable!("parameters have ground types"),
+        }
+    }
+
+    /// Sizes of arrays in scope, plus small literals.
+    fn known_sizes(&self) -> Vec<Size> {
+        let mut out = vec![Size::lit(2), Size::lit(3)];
+        for (_, t) in &self.vars {
+            collect_array_sizes(t, &mut out);
+        }
+        out.retain(|s| min_size(s).is_some());
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    fn vars_of(&self, ty: &Type) -> Vec<Name> {
+        self.vars
+            .iter()
+            .filter(|(_, t)| t == ty)
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
+    fn pick<T: Clone>(&mut self, xs: &[T]) -> T {
+        xs[self.rng.below(xs.len() as u64) as usize].clone()
+    }
+
+    fn bind<R>(&mut self, names: &[(Name, Type)], f: impl FnOnce(&mut Gen) -> R) -> R {
+        let mark = self.vars.len();
+        self.vars.extend(names.iter().cloned());
+        let r = f(self);
+        self.vars.truncate(mark);
+        r
+    }
+
+    /// An expression of type `ty`.
+    fn expr(&mut self, ty: &Type, depth: u32) -> Expr {
+        let candidates = self.vars_of(ty);
+        if depth == 0 || (!candidates.is_empty() && self.rng.chance(15)) {
+            return self.leaf(ty);
+        }
+        if self.rng.chance(12) {
+            return self.let_in(ty, depth);
+        }
+        if self.rng.chance(8) {
+            return self.cond(ty, depth);
+        }
+        match ty {
+            Type::Real => self.real(depth),
+            Type::Tuple(ts) => {
+                if self.rng.chance(25) {
+                    // A fold whose accumulator is this tuple.
+                    return self.fold(ty, depth);
+                }
+                let ts = ts.clone();
+                e(ExprKind::Tuple(
+                    ts.iter().map(|t| self.expr(t, depth - 1)).collect(),
+                ))
+            }
+            Type::Array(t, n) => self.array(t, n, depth),
+            Type::Bool | Type::Fun(..) => unreachable!("only value types are generated"),
+        }
+    }
+
+    fn leaf(&mut self, ty: &Type) -> Expr {
+        let candidates = self.vars_of(ty);
+        if !candidates.is_empty() && self.rng.chance(80) {
+            return var(&self.pick(&candidates));
+        }
+        match ty {
+            Type::Real => c(self.rng.real()),
+            Type::Tuple(ts) => {
+                let ts = ts.clone();
+                e(ExprKind::Tuple(ts.iter().map(|t| self.leaf(t)).collect()))
+            }
+            Type::Array(t, n) => {
+                if let Some(k) = n.as_literal().filter(|&k| k > 0 || **t == Type::Real) {
+                    e(ExprKind::ArrayLit((0..k).map(|_| self.leaf(t)).collect()))
+                } else {
+                    let x = self.leaf(t);
+                    builtin(Builtin::Replicate, vec![size_expr(n), x])
+                }
+            }
+            Type::Bool | Type::Fun(..) => unreachable!("only value types are generated"),
+        }
+    }
+
+    fn let_in(&mut self, ty: &Type, depth: u32) -> Expr {
+        let bound_ty = self.any_type();
+        let value = self.expr(&bound_ty, depth - 1);
+        if let Type::Tuple(ts) = &bound_ty {
+            if self.rng.chance(50) {
+                let a = self.name("a");
+                let b = self.name("b");
+                let body = self.bind(
+                    &[(a.clone(), ts[0].clone()), (b.clone(), ts[1].clone())],
+                    |g| g.expr(ty, depth - 1),
+                );
+                let pat = Pattern::Tuple(
+                    vec![
+                        Pattern::Var(a, Default::default()),
+                        Pattern::Var(b, Default::default()),
+                    ],
+                    Default::default(),
+                );
+                return e(ExprKind::Let {
+                    pat,
+                    ty: None,
+                    value: Box::new(value),
+                    body: Box::new(body),
+                });
+            }
+        }
+        let x = self.name("v");
+        let body = self.bind(&[(x.clone(), bound_ty)], |g| g.expr(ty, depth - 1));
+        e(ExprKind::Let {
+            pat: Pattern::Var(x, Default::default()),
+            ty: None,
+            value: Box::new(value),
+            body: Box::new(body),
+        })
+    }
+
+    fn any_type(&mut self) -> Type {
+        match self.rng.below(5) {
+            0..=2 => Type::Real,
+            3 => Type::Tuple(vec![Type::Real, Type::Real]),
+            _ => {
+                let sizes = self.known_sizes();
+                Type::array(Type::Real, self.pick(&sizes))
+            }
+        }
+    }
+
+    fn condition(&mut self, depth: u32) -> Expr {
+        let ops = [Prim::Lt, Prim::Le, Prim::Gt, Prim::Ge, Prim::Eq, Prim::Ne];
+        let op = self.pick(&ops);
+        let a = self.expr(&Type::Real, depth.saturating_sub(1).min(2));
+        let b = self.expr(&Type::Real, 0);
+        let cmp = prim(op, vec![a, b]);
+        match self.rng.below(6) {
+            0 => prim(Prim::Not, vec![cmp]),
+            1 => {
+                let other = self.condition(0);
+                prim(Prim::And, vec![cmp, other])
+            }
+            2 => {
+                let other = self.condition(0);
+                prim(Prim::Or, vec![cmp, other])
+            }
+            _ => cmp,
+        }
+    }
+
+    fn cond(&mut self, ty: &Type, depth: u32) -> Expr {
+        let c = self.condition(depth);
+        let t = self.expr(ty, depth - 1);
+        let f = self.expr(ty, depth - 1);
+        e(ExprKind::If(Box::new(c), Box::new(t), Box::new(f)))
+    }
+
+    fn real(&mut self, depth: u32) -> Expr {
+        let d = depth - 1;
+        match self.rng.below(16) {
+            0..=2 => {
+                let ops = [Prim::Add, Prim::Sub, Prim::Mul];
+                let op = self.pick(&ops);
+                prim(
+                    op,
+                    vec![self.expr(&Type::Real, d), self.expr(&Type::Real, d)],
+                )
+            }
+            3 => {
+                let a = self.expr(&Type::Real, d);
+                let b = self.expr(&Type::Real, d);
+                prim(Prim::Div, vec![a, self.positive(b, 1.0)])
+            }
+            4 => {
+                let ops = [
+                    Prim::Sin,
+                    Prim::Cos,
+                    Prim::Tanh,
+                    Prim::Neg,
+                    Prim::Abs,
+                    Prim::Sign,
+                ];
+                let op = self.pick(&ops);
+                prim(op, vec![self.expr(&Type::Real, d)])
+            }
+            5 => {
+                let inner = prim(Prim::Sin, vec![self.expr(&Type::Real, d)]);
+                let op = self.pick(&[Prim::Exp, Prim::Tan]);
+                prim(op, vec![inner])
+            }
+            6 => {
+                let op = self.pick(&[Prim::Log, Prim::Sqrt]);
+                {
+                    let x = self.expr(&Type::Real, d);
+                    let arg = self.positive(x, 0.5);
+                    prim(op, vec![arg])
+                }
+            }
+            7 => {
+                let op = self.pick(&[Prim::Min, Prim::Max]);
+                prim(
+                    op,
+                    vec![self.expr(&Type::Real, d), self.expr(&Type::Real, d)],
+                )
+            }
+            8 => {
+                let x = self.expr(&Type::Real, d);
+                let base = self.positive(x, 0.5);
+                let expo = prim(Prim::Sin, vec![self.expr(&Type::Real, d)]);
+                prim(Prim::Pow, vec![base, expo])
+            }
+            9 => {
+                let sizes = self.known_sizes();
+                let n = self.pick(&sizes);
+                let a = self.expr(&Type::array(Type::Real, n), d);
+                self.reduce(a, d)
+            }
+            10 => self.fold(&Type::Real, depth),
+            11 => {
+                let t = Type::Tuple(vec![Type::Real, Type::Real]);
+                let k = self.rng.below(2) as usize;
+                let x = self.expr(&t, d);
+                e(ExprKind::Proj(Box::new(x), k))
+            }
+            12 => {
+                // Index an array that is certainly non-empty.
+                let sizes: Vec<Size> = self
+                    .known_sizes()
+                    .into_iter()
+                    .filter(|s| min_size(s).is_some_and(|m| m >= 1))
+                    .collect();
+                if sizes.is_empty() {
+                    return self.leaf(&Type::Real);
+                }
+                let n = self.pick(&sizes);
+                let a = self.expr(&Type::array(Type::Real, n.clone()), d);
+                let k = if self.rng.chance(50) { 0 } else { -1 };
+                e(ExprKind::Index(Box::new(a), k))
+            }
+            13 => {
+                let sizes = self.known_sizes();
+                let n = self.pick(&sizes);
+                let a = self.expr(&Type::array(Type::Real, n), d);
+                builtin(Builtin::Len, vec![a])
+            }
+            14 => self
+                .call_helper(&Type::Real, d)
+                .unwrap_or_else(|| self.leaf(&Type::Real)),
+            _ => {
+                // A reduction over an array of arrays or of tuples.
+                let sizes = self.known_sizes();
+                let n = self.pick(&sizes);
+                let m = self.pick(&sizes);
+                if self.rng.chance(50) {
+                    let rows = self.expr(&Type::array(Type::array(Type::Real, m.clone()), n), d);
+                    let r = self.name("row");
+                    let body = self.bind(&[(r.clone(), Type::array(Type::Real, m))], |g| {
+                        let row = var(&r);
+                        g.reduce(row, 0)
+                    });
+                    let sums = arr_op(ArrayOp::Map, lam(&[r], body), vec![rows]);
+                    self.reduce(sums, 0)
+                } else {
+                    let pairs_ty = Type::array(Type::Tuple(vec![Type::Real, Type::Real]), n);
+                    let pairs = self.expr(&pairs_ty, d);
+                    let (a, b) = (self.name("a"), self.name("b"));
+                    let body = self
+                        .bind(&[(a.clone(), Type::Real), (b.clone(), Type::Real)], |g| {
+                            g.expr(&Type::Real, 1)
+                        });
+                    let pat = Pattern::Tuple(
+                        vec![
+                            Pattern::Var(a, Default::default()),
+                            Pattern::Var(b, Default::default()),
+                        ],
+                        Default::default(),
+                    );
+                    let f = e(ExprKind::Lambda(vec![Param { pat, ty: None }], body.into()));
+                    let mapped = arr_op(ArrayOp::Map, f, vec![pairs]);
+                    self.reduce(mapped, 0)
+                }
+            }
+        }
+    }
+
+    fn reduce(&mut self, array: Expr, depth: u32) -> Expr {
+        match self.rng.below(6) {
+            0 => arr_op(
+                ArrayOp::Reduce,
+                e(ExprKind::PrimFn(Prim::Add)),
+                vec![c(0.0), array],
+            ),
+            1 => arr_op(
+                ArrayOp::Reduce,
+                e(ExprKind::PrimFn(Prim::Mul)),
+                vec![c(1.0), array],
+            ),
+            2 => arr_op(
+                ArrayOp::Reduce,
+                e(ExprKind::PrimFn(Prim::Max)),
+                vec![c(f64::NEG_INFINITY), array],
+            ),
+            3 => arr_op(
+                ArrayOp::Reduce,
+                e(ExprKind::PrimFn(Prim::Min)),
+                vec![c(f64::INFINITY), array],
+            ),
+            4 => {
+                // (x, y. x + y + x*y) is associative with unit 0 and no known monoid.
+                let (x, y) = (self.name("x"), self.name("y"));
+                let body = prim(
+                    Prim::Add,
+                    vec![
+                        prim(Prim::Add, vec![var(&x), var(&y)]),
+                        prim(Prim::Mul, vec![var(&x), var(&y)]),
+                    ],
+                );
+                arr_op(ArrayOp::Reduce, lam(&[x, y], body), vec![c(0.0), array])
+            }
+            _ => {
+                // A body with a free variable.
+                let (x, y) = (self.name("x"), self.name("y"));
+                let w = self.expr(&Type::Real, depth.min(1));
+                let body = prim(
+                    Prim::Add,
+                    vec![
+                        var(&x),
+                        prim(Prim::Mul, vec![var(&y), prim(Prim::Sin, vec![w])]),
+                    ],
+                );
+                arr_op(ArrayOp::Reduce, lam(&[x, y], body), vec![c(0.0), array])
+            }
+        }
+    }
+
+    /// `foldl` with an accumulator of type `acc`.
+    fn fold(&mut self, acc: &Type, depth: u32) -> Expr {
+        let d = depth - 1;
+        let sizes = self.known_sizes();
+        let n = self.pick(&sizes);
+        let elem = if self.rng.chance(70) {
+            Type::Real
+        } else {
+            Type::Tuple(vec![Type::Real, Type::Real])
+        };
+        let array = self.expr(&Type::array(elem.clone(), n), d);
+        let init = self.expr(acc, d);
+        let (a, x) = (self.name("acc"), self.name("el"));
+        let body = self.bind(&[(a.clone(), acc.clone()), (x.clone(), elem)], |g| {
+            let step = g.expr(acc, d.min(2));
+            // Keep the accumulator bounded: mix the old and the new state.
+            match acc {
+                Type::Real => prim(
+                    Prim::Add,
+                    vec![
+                        prim(Prim::Mul, vec![c(0.5), var(&a)]),
+                        prim(Prim::Sin, vec![step]),
+                    ],
+                ),
+                _ => step,
+            }
+        });
+        arr_op(ArrayOp::Foldl, lam(&[a, x], body), vec![init, array])
+    }
+
+    fn call_helper(&mut self, ret: &Type, depth: u32) -> Option<Expr> {
+        let fits: Vec<usize> = (0..self.helpers.len())
+            .filter(|&i| self.helpers[i].ret == *ret)
+            .collect();
+        if fits.is_empty() {
+            return None;
+        }
+        let i = self.pick(&fits);
+        let sizes = self.known_sizes();
+        let k = self.pick(&sizes);
+        let subst = move |_: &Name| Some(k.clone());
+        let params: Vec<Type> = self.helpers[i]
+            .params
+            .iter()
+            .map(|t| t.substitute(&subst))
+            .collect();
+        let name = self.helpers[i].name.clone();
+        let args = params.iter().map(|t| self.expr(t, depth)).collect();
+        Some(e(ExprKind::Apply(Box::new(var(&name)), args)))
+    }
+
+    fn array(&mut self, t: &Type, n: &Size, depth: u32) -> Expr {
+        let d = depth - 1;
+        let arr = |t: &Type, n: &Size| Type::array(t.clone(), n.clone());
+        match self.rng.below(10) {
+            0 | 1 => {
+                // map over an array of some element type
+                let elem = if self.rng.chance(60) {
+                    Type::Real
+                } else {
+                    Type::Tuple(vec![Type::Real, Type::Real])
+                };
+                let src = self.expr(&arr(&elem, n), d);
+                if *t == Type::Real && elem == Type::Real && self.rng.chance(25) {
+                    let f = self.pick(&[Prim::Sin, Prim::Cos, Prim::Tanh]);
+                    return arr_op(ArrayOp::Map, e(ExprKind::PrimFn(f)), vec![src]);
+                }
+                let x = self.name("x");
+                let body = self.bind(&[(x.clone(), elem)], |g| g.expr(t, d.min(2)));
+                arr_op(ArrayOp::Map, lam(&[x], body), vec![src])
+            }
+            2 | 3 => {
+                let a = self.expr(&arr(&Type::Real, n), d);
+                let b = self.expr(&arr(&Type::Real, n), d);
+                if *t == Type::Real && self.rng.chance(30) {
+                    let op = self.pick(&[Prim::Add, Prim::Sub, Prim::Mul]);
+                    return arr_op(ArrayOp::Map2, e(ExprKind::PrimFn(op)), vec![a, b]);
+                }
+                let (x, y) = (self.name("x"), self.name("y"));
+                let body = self.bind(&[(x.clone(), Type::Real), (y.clone(), Type::Real)], |g| {
+                    g.expr(t, d.min(2))
+                });
+                arr_op(ArrayOp::Map2, lam(&[x, y], body), vec![a, b])
+            }
+            4 if n.constant >= 1 => {
+                // scanl / scanr produce n = m + 1 elements
+                let m = n.offset(-1);
+                let src = self.expr(&arr(&Type::Real, &m), d);
+                let init = self.expr(t, d);
+                let (a, x) = (self.name("acc"), self.name("el"));
+                let body = self.bind(&[(a.clone(), t.clone()), (x.clone(), Type::Real)], |g| {
+                    g.expr(t, d.min(2))
+                });
+                let op = if self.rng.chance(50) {
+                    ArrayOp::Scanl
+                } else {
+                    ArrayOp::Scanr
+                };
+                if *t == Type::Real && self.rng.chance(40) {
+                    return arr_op(op, e(ExprKind::PrimFn(Prim::Mul)), vec![init, src]);
+                }
+                arr_op(op, lam(&[a, x], body), vec![init, src])
+            }
+            5 => {
+                let src = self.expr(&arr(t, &n.offset(1)), d);
+                let b = if self.rng.chance(50) {
+                    Builtin::Shift1L
+                } else {
+                    Builtin::Shift1R
+                };
+                builtin(b, vec![src])
+            }
+            6 => {
+                if n.constant >= 1 {
+                    let rest = self.expr(&arr(t, &n.offset(-1)), d);
+                    let first = e(ExprKind::ArrayLit(vec![self.expr(t, d)]));
+                    if self.rng.chance(50) {
+                        builtin(Builtin::Concat, vec![first, rest])
+                    } else {
+                        builtin(Builtin::Concat, vec![rest, first])
+                    }
+                } else {
+                    let x = self.expr(t, d);
+                    builtin(Builtin::Replicate, vec![size_expr(n), x])
+                }
+            }
+            7 if *t == Type::Real => {
+                let io = builtin(Builtin::Iota, vec![size_expr(n)]);
+                let x = self.name("i");
+                let body = self.bind(&[(x.clone(), Type::Real)], |g| g.expr(&Type::Real, 1));
+                arr_op(ArrayOp::Map, lam(&[x], body), vec![io])
+            }
+            _ => self.leaf(&arr(t, n)),
+        }
+    }
+}
+
+/// A size as an expression (`n + 1`, `2`).
+pub fn size_expr(n: &Size) -> Expr {
+    let mut acc: Option<Expr> = None;
+    for (v, &k) in &n.terms {
+        let mut term = var(v);
+        if k != 1 {
+            term = prim(Prim::Mul, vec![c(k as f64), term]);
+        }
+        acc = Some(match acc {
+            None => term,
+            Some(a) => prim(Prim::Add, vec![a, term]),
+        });
+    }
+    match acc {
+        None => c(n.constant as f64),
+        Some(a) if n.constant == 0 => a,
+        Some(a) => prim(Prim::Add, vec![a, c(n.constant as f64)]),
+    }
+}
+
+fn collect_sizes(t: &Type, out: &mut Vec<Name>) {
+    match t {
+        Type::Array(inner, n) => {
+            for v in n.terms.keys() {
+                if !out.contains(v) {
+                    out.push(v.clone());
+                }
+            }
+            collect_sizes(inner, out);
+        }
+        Type::Tuple(ts) => ts.iter().for_each(|t| collect_sizes(t, out)),
+        _ => {}
+    }
+}
+
+fn collect_array_sizes(t: &Type, out: &mut Vec<Size>) {
+    match t {
+        Type::Array(inner, n) => {
+            out.push(n.clone());
+            collect_array_sizes(inner, out);
+        }
+        Type::Tuple(ts) => ts.iter().for_each(|t| collect_array_sizes(t, out)),
+        _ => {}
+    }
+}

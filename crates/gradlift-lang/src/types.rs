@@ -1,0 +1,921 @@
+//! The type checker: [`Module`] → [`CheckedModule`] (a signature per
+//! definition), or a [`TypeError`] naming both types and pointing at the
+//! expression at fault.
+//!
+//! Sizes are checked symbolically: a size is a [`Size`] (a linear
+//! combination of size variables), `map2` demands equal sizes, and a call of
+//! a definition instantiates the callee's size variables by matching its
+//! parameter types against the argument types (`[R; n+1]` against `[R; m]`
+//! gives `n = m-1`). The same checker runs on every printed stage of the
+//! pipeline, Target terms included (lambdas outside array operations carry
+//! parameter types; `Apply` of a function value).
+
+use crate::deep::guard;
+use crate::prim::{Prim, PrimKind};
+use crate::scope::Scope;
+use crate::span::{Span, Spanned};
+use crate::syntax::*;
+use std::collections::{BTreeSet, HashMap};
+use thiserror::Error;
+
+/// A type error.
+#[derive(Debug, Clone, Error, PartialEq)]
+pub enum TypeError {
+    /// A name bound nowhere.
+    #[error("unknown {what} `{name}`")]
+    Unknown {
+        /// "variable", "function", "size variable".
+        what: &'static str,
+        /// The name.
+        name: Name,
+        /// Where it is used.
+        span: Span,
+    },
+    /// A type other than the one needed.
+    #[error("{context}: expected `{expected}`, found `{found}`")]
+    Mismatch {
+        /// What was being checked.
+        context: String,
+        /// The type needed.
+        expected: Box<Type>,
+        /// The type found.
+        found: Box<Type>,
+        /// The expression at fault.
+        span: Span,
+    },
+    /// Anything else.
+    #[error("{message}")]
+    Invalid {
+        /// What is wrong.
+        message: String,
+        /// Where.
+        span: Span,
+    },
+}
+
+impl Spanned for TypeError {
+    fn span(&self) -> Span {
+        match self {
+            TypeError::Unknown { span, .. }
+            | TypeError::Mismatch { span, .. }
+            | TypeError::Invalid { span, .. } => *span,
+        }
+    }
+}
+
+type TResult<T> = Result<T, TypeError>;
+
+fn invalid<T>(message: impl Into<String>, span: Span) -> TResult<T> {
+    Err(TypeError::Invalid {
+        message: message.into(),
+        span,
+    })
+}
+
+fn mismatch<T>(
+    context: impl Into<String>,
+    expected: &Type,
+    found: &Type,
+    span: Span,
+) -> TResult<T> {
+    Err(TypeError::Mismatch {
+        context: context.into(),
+        expected: Box::new(expected.clone()),
+        found: Box::new(found.clone()),
+        span,
+    })
+}
+
+/// The checked type of a definition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Signature {
+    /// Parameter names and types (`None` for a size parameter).
+    pub params: Vec<(Name, Option<Type>)>,
+    /// The result type.
+    pub ret: Type,
+    /// The size variables the parameters bind, in order of appearance.
+    pub size_vars: Vec<Name>,
+}
+
+/// A module whose definitions all type-check.
+#[derive(Clone, Debug)]
+pub struct CheckedModule {
+    /// The definitions.
+    pub module: Module,
+    /// One signature per definition, in the same order.
+    pub sigs: Vec<Signature>,
+}
+
+impl CheckedModule {
+    /// Index of the definition called `name`.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.module.defs.iter().position(|d| &*d.name == name)
+    }
+}
+
+/// Type-checks every definition of `module`.
+pub fn check_module(module: Module) -> TResult<CheckedModule> {
+    let mut sigs: Vec<Signature> = Vec::new();
+    let mut seen: HashMap<Name, Span> = HashMap::new();
+    for def in &module.defs {
+        if let Some(first) = seen.get(&def.name) {
+            let (_, _) = (first, ());
+            return invalid(format!("`{}` is defined twice", def.name), def.name_span);
+        }
+        let sig = check_def(&module.defs[..sigs.len()], &sigs, def)?;
+        seen.insert(def.name.clone(), def.name_span);
+        sigs.push(sig);
+    }
+    Ok(CheckedModule { module, sigs })
+}
+
+/// Type-checks one expression in a context of typed variables and size
+/// variables (no definitions in scope). Used by the verifier on pipeline
+/// stages that are single terms.
+pub fn check_expr(vars: &[(Name, Type)], size_vars: &[Name], e: &Expr) -> TResult<Type> {
+    let mut c = Checker {
+        defs: &[],
+        sigs: &[],
+        vars: Scope::new(),
+        size_vars: size_vars.iter().cloned().collect(),
+    };
+    for n in size_vars {
+        c.vars.push(
+            n.clone(),
+            VarInfo {
+                ty: Type::Real,
+                is_size: true,
+            },
+        );
+    }
+    for (n, t) in vars {
+        c.check_type_wf(t, Span::DUMMY)?;
+        c.vars.push(
+            n.clone(),
+            VarInfo {
+                ty: t.clone(),
+                is_size: false,
+            },
+        );
+    }
+    c.value(e)
+}
+
+fn size_vars_of(t: &Type, out: &mut Vec<Name>) {
+    match t {
+        Type::Real | Type::Bool => {}
+        Type::Tuple(ts) => ts.iter().for_each(|t| size_vars_of(t, out)),
+        Type::Array(t, n) => {
+            for v in n.terms.keys() {
+                if !out.contains(v) {
+                    out.push(v.clone());
+                }
+            }
+            size_vars_of(t, out)
+        }
+        Type::Fun(ps, r) => {
+            ps.iter().for_each(|t| size_vars_of(t, out));
+            size_vars_of(r, out)
+        }
+    }
+}
+
+fn check_def(defs: &[Def], sigs: &[Signature], def: &Def) -> TResult<Signature> {
+    let mut size_vars = Vec::new();
+    for p in &def.params {
+        match &p.ty {
+            None => {
+                if !size_vars.contains(&p.name) {
+                    size_vars.push(p.name.clone())
+                }
+            }
+            Some(t) => size_vars_of(t, &mut size_vars),
+        }
+    }
+    let mut c = Checker {
+        defs,
+        sigs,
+        vars: Scope::new(),
+        size_vars: size_vars.iter().cloned().collect(),
+    };
+    let mut names: HashMap<&str, Span> = HashMap::new();
+    for p in &def.params {
+        if names.insert(&p.name, p.span).is_some() {
+            return invalid(format!("parameter `{}` is declared twice", p.name), p.span);
+        }
+        if p.ty.is_some() && size_vars.contains(&p.name) {
+            return invalid(
+                format!("`{}` is both a parameter and a size variable", p.name),
+                p.span,
+            );
+        }
+        if let Some(t) = &p.ty {
+            if !t.is_ground() {
+                return invalid(
+                    format!(
+                        "parameter `{}` has type `{t}`; parameters hold reals, tuples and arrays",
+                        p.name
+                    ),
+                    p.span,
+                );
+            }
+        }
+    }
+    for v in &size_vars {
+        c.vars.push(
+            v.clone(),
+            VarInfo {
+                ty: Type::Real,
+                is_size: true,
+            },
+        );
+    }
+    for p in &def.params {
+        if let Some(t) = &p.ty {
+            c.vars.push(
+                p.name.clone(),
+                VarInfo {
+                    ty: t.clone(),
+                    is_size: false,
+                },
+            );
+        }
+    }
+    if let Some(r) = &def.ret {
+        c.check_type_wf(r, def.name_span)?;
+    }
+    let body = c.value(&def.body)?;
+    let ret = match &def.ret {
+        Some(r) if *r != body => {
+            return mismatch(
+                format!(
+                    "the body of `{}` does not have its declared result type",
+                    def.name
+                ),
+                r,
+                &body,
+                def.body.span,
+            )
+        }
+        Some(r) => r.clone(),
+        None => body,
+    };
+    if !ret.is_ground() {
+        return invalid(
+            format!(
+                "`{}` returns `{ret}`; a definition returns reals, tuples and arrays",
+                def.name
+            ),
+            def.body.span,
+        );
+    }
+    Ok(Signature {
+        params: def
+            .params
+            .iter()
+            .map(|p| (p.name.clone(), p.ty.clone()))
+            .collect(),
+        ret,
+        size_vars,
+    })
+}
+
+#[derive(Clone, Debug)]
+struct VarInfo {
+    ty: Type,
+    is_size: bool,
+}
+
+struct Checker<'a> {
+    defs: &'a [Def],
+    sigs: &'a [Signature],
+    vars: Scope<VarInfo>,
+    size_vars: BTreeSet<Name>,
+}
+
+impl Checker<'_> {
+    fn check_type_wf(&self, t: &Type, span: Span) -> TResult<()> {
+        let mut vs = Vec::new();
+        size_vars_of(t, &mut vs);
+        for v in vs {
+            if !self.size_vars.contains(&v) {
+                return Err(TypeError::Unknown {
+                    what: "size variable",
+                    name: v,
+                    span,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The type of `e`, which must be a value (not a condition).
+    fn value(&mut self, e: &Expr) -> TResult<Type> {
+        let t = self.infer(e)?;
+        if t == Type::Bool {
+            return invalid(
+                "a condition can only be used after `if` or under `and`, `or`, `not`",
+                e.span,
+            );
+        }
+        Ok(t)
+    }
+
+    fn expect(&mut self, e: &Expr, want: &Type, context: &str) -> TResult<()> {
+        let t = self.infer(e)?;
+        if t != *want {
+            return mismatch(context, want, &t, e.span);
+        }
+        Ok(())
+    }
+
+    fn array(&mut self, e: &Expr, context: &str) -> TResult<(Type, Size)> {
+        match self.value(e)? {
+            Type::Array(t, n) => Ok((*t, n)),
+            other => invalid(
+                format!("{context}: expected an array, found `{other}`"),
+                e.span,
+            ),
+        }
+    }
+
+    fn bind(&mut self, pat: &Pattern, ty: &Type) -> TResult<()> {
+        match (pat, ty) {
+            (Pattern::Var(n, _), _) => {
+                self.vars.push(
+                    n.clone(),
+                    VarInfo {
+                        ty: ty.clone(),
+                        is_size: false,
+                    },
+                );
+                Ok(())
+            }
+            (Pattern::Wild(_), _) => Ok(()),
+            (Pattern::Tuple(ps, _), Type::Tuple(ts)) if ps.len() == ts.len() => {
+                for (p, t) in ps.iter().zip(ts) {
+                    self.bind(p, t)?;
+                }
+                Ok(())
+            }
+            (Pattern::Tuple(ps, span), _) => invalid(
+                format!(
+                    "a pattern of {} components cannot bind a value of type `{ty}`",
+                    ps.len()
+                ),
+                *span,
+            ),
+        }
+    }
+
+    fn infer(&mut self, e: &Expr) -> TResult<Type> {
+        guard(|| self.infer_inner(e))
+    }
+
+    fn infer_inner(&mut self, e: &Expr) -> TResult<Type> {
+        match &e.kind {
+            ExprKind::Const(_) => Ok(Type::Real),
+            ExprKind::Var(n) => match self.vars.get(n) {
+                Some(info) => Ok(info.ty.clone()),
+                None if self.def_index(n).is_some() => invalid(
+                    format!("`{n}` is a function: call it with its arguments, `{n}(…)`"),
+                    e.span,
+                ),
+                None => Err(TypeError::Unknown {
+                    what: "variable",
+                    name: n.clone(),
+                    span: e.span,
+                }),
+            },
+            ExprKind::Prim(p, args) => self.prim(*p, args),
+            ExprKind::PrimFn(p) => {
+                let info = p.info();
+                if info.kind != PrimKind::Real {
+                    return invalid(format!("`{p}` cannot be used as a function value"), e.span);
+                }
+                Ok(Type::Fun(
+                    vec![Type::Real; info.arity],
+                    Box::new(Type::Real),
+                ))
+            }
+            ExprKind::Let { .. } => self.let_chain(e),
+            ExprKind::Tuple(es) => {
+                let mut ts = Vec::with_capacity(es.len());
+                for x in es {
+                    ts.push(self.value(x)?);
+                }
+                Ok(Type::Tuple(ts))
+            }
+            ExprKind::Proj(inner, k) => match self.value(inner)? {
+                Type::Tuple(ts) if *k < ts.len() => Ok(ts[*k].clone()),
+                Type::Tuple(ts) => invalid(
+                    format!("projection `.{k}` of a tuple with {} components", ts.len()),
+                    e.span,
+                ),
+                other => invalid(
+                    format!("projection `.{k}` of `{other}`, which is not a tuple"),
+                    e.span,
+                ),
+            },
+            ExprKind::ArrayLit(es) => {
+                let Some(first) = es.first() else {
+                    return Ok(Type::array(Type::Real, Size::lit(0)));
+                };
+                let t = self.value(first)?;
+                for x in &es[1..] {
+                    self.expect(x, &t, "array elements must all have the same type")?;
+                }
+                Ok(Type::array(t, Size::lit(es.len() as i64)))
+            }
+            ExprKind::Index(inner, k) => {
+                let (t, n) = self.array(inner, "indexing")?;
+                if let Some(len) = n.as_literal() {
+                    if *k >= len || *k < -len {
+                        return invalid(
+                            format!("index {k} is out of bounds for an array of length {len}"),
+                            e.span,
+                        );
+                    }
+                }
+                Ok(t)
+            }
+            ExprKind::If(c, t, f) => {
+                let ct = self.infer(c)?;
+                if ct != Type::Bool {
+                    return invalid(
+                        format!("the condition of `if` must be a comparison such as `x > 0`, found a value of type `{ct}`"),
+                        c.span,
+                    );
+                }
+                let tt = self.value(t)?;
+                let ft = self.value(f)?;
+                if tt != ft {
+                    return mismatch("the branches of `if` differ", &tt, &ft, f.span);
+                }
+                Ok(tt)
+            }
+            ExprKind::Lambda(params, body) => {
+                let mut tys = Vec::new();
+                for p in params {
+                    match &p.ty {
+                        Some(t) => {
+                            self.check_type_wf(t, p.pat.span())?;
+                            tys.push(t.clone())
+                        }
+                        None => {
+                            return invalid(
+                                "this lambda needs parameter types (`fun (x: R) -> …`): only the function argument of an array operation can leave them out",
+                                p.pat.span(),
+                            )
+                        }
+                    }
+                }
+                let ret = self.lambda(params, &tys, body)?;
+                Ok(Type::Fun(tys, Box::new(ret)))
+            }
+            ExprKind::Apply(f, args) => self.apply(f, args, e.span),
+            ExprKind::ArrayOp(op, f, args) => self.array_op(*op, f, args, e.span),
+            ExprKind::Builtin(b, args) => self.builtin(*b, args),
+        }
+    }
+
+    fn let_chain(&mut self, mut e: &Expr) -> TResult<Type> {
+        let mark = self.vars.mark();
+        while let ExprKind::Let {
+            pat,
+            ty,
+            value,
+            body,
+        } = &e.kind
+        {
+            let vt = self.value(value)?;
+            if let Some(t) = ty {
+                self.check_type_wf(t, pat.span())?;
+                if *t != vt {
+                    return mismatch(
+                        "the bound value does not have the declared type",
+                        t,
+                        &vt,
+                        value.span,
+                    );
+                }
+            }
+            self.bind(pat, &vt)?;
+            e = body;
+        }
+        let t = self.value(e);
+        self.vars.pop_to(mark);
+        t
+    }
+
+    fn prim(&mut self, p: Prim, args: &[Expr]) -> TResult<Type> {
+        let info = p.info();
+        match info.kind {
+            PrimKind::Real | PrimKind::Compare => {
+                for a in args {
+                    let t = self.infer(a)?;
+                    if t != Type::Real {
+                        let what = match info.fixity {
+                            crate::prim::Fixity::Call => format!("the argument of `{p}`"),
+                            _ => format!("an operand of `{p}`"),
+                        };
+                        if t == Type::Bool {
+                            return invalid(format!("{what} is a condition, not a real"), a.span);
+                        }
+                        return mismatch(what, &Type::Real, &t, a.span);
+                    }
+                }
+                Ok(if info.kind == PrimKind::Real {
+                    Type::Real
+                } else {
+                    Type::Bool
+                })
+            }
+            PrimKind::Logic => {
+                for a in args {
+                    let t = self.infer(a)?;
+                    if t != Type::Bool {
+                        return invalid(
+                            format!(
+                                "`{p}` joins conditions (comparisons), found a value of type `{t}`"
+                            ),
+                            a.span,
+                        );
+                    }
+                }
+                Ok(Type::Bool)
+            }
+        }
+    }
+
+    fn lambda(&mut self, params: &[Param], tys: &[Type], body: &Expr) -> TResult<Type> {
+        let mark = self.vars.mark();
+        for (p, t) in params.iter().zip(tys) {
+            self.bind(&p.pat, t)?;
+        }
+        let r = self.value(body);
+        self.vars.pop_to(mark);
+        r
+    }
+
+    fn def_index(&self, name: &str) -> Option<usize> {
+        if self.vars.get(name).is_some() {
+            return None;
+        }
+        self.defs.iter().position(|d| &*d.name == name)
+    }
+
+    /// The result type of the function argument `f` of an array operation,
+    /// applied to arguments of types `arg_tys`.
+    fn check_fn(&mut self, f: &Expr, arg_tys: &[Type], what: &str) -> TResult<Type> {
+        match &f.kind {
+            ExprKind::Lambda(params, body) => {
+                if params.len() != arg_tys.len() {
+                    return invalid(
+                        format!(
+                            "{what} takes {} argument{}, but this lambda has {}",
+                            arg_tys.len(),
+                            if arg_tys.len() == 1 { "" } else { "s" },
+                            params.len()
+                        ),
+                        f.span,
+                    );
+                }
+                for (p, t) in params.iter().zip(arg_tys) {
+                    if let Some(pt) = &p.ty {
+                        if pt != t {
+                            return mismatch(format!("a parameter of {what}"), t, pt, p.pat.span());
+                        }
+                    }
+                }
+                self.lambda(params, arg_tys, body)
+            }
+            ExprKind::Var(n) if self.def_index(n).is_some() => {
+                let i = self.def_index(n).expect("checked");
+                let sig = &self.sigs[i];
+                if sig.params.iter().any(|(_, t)| t.is_none()) {
+                    return invalid(
+                        format!(
+                            "`{n}` takes a size parameter, so it cannot be passed as a function"
+                        ),
+                        f.span,
+                    );
+                }
+                let args: Vec<(Option<&Expr>, Type, Span)> =
+                    arg_tys.iter().map(|t| (None, t.clone(), f.span)).collect();
+                self.instantiate(i, &args, f.span)
+            }
+            _ => {
+                let ft = self.infer(f)?;
+                match ft {
+                    Type::Fun(ps, r) => {
+                        if ps.len() != arg_tys.len() {
+                            return invalid(
+                                format!(
+                                    "{what} takes {} arguments, but this function takes {}",
+                                    arg_tys.len(),
+                                    ps.len()
+                                ),
+                                f.span,
+                            );
+                        }
+                        for (p, t) in ps.iter().zip(arg_tys) {
+                            if p != t {
+                                return mismatch(
+                                    format!("an argument passed to {what}"),
+                                    p,
+                                    t,
+                                    f.span,
+                                );
+                            }
+                        }
+                        Ok(*r)
+                    }
+                    other => invalid(
+                        format!("{what}: expected a function, found `{other}`"),
+                        f.span,
+                    ),
+                }
+            }
+        }
+    }
+
+    fn apply(&mut self, f: &Expr, args: &[Expr], span: Span) -> TResult<Type> {
+        if let ExprKind::Var(n) = &f.kind {
+            if self.vars.get(n).is_none() {
+                let Some(i) = self.def_index(n) else {
+                    return Err(TypeError::Unknown {
+                        what: "function",
+                        name: n.clone(),
+                        span: f.span,
+                    });
+                };
+                let mut typed = Vec::with_capacity(args.len());
+                for a in args {
+                    typed.push((Some(a), self.value(a)?, a.span));
+                }
+                return self.instantiate(i, &typed, span);
+            }
+        }
+        let ft = self.value(f)?;
+        let Type::Fun(ps, r) = ft else {
+            return invalid(
+                format!("this is not a function: it has type `{ft}`"),
+                f.span,
+            );
+        };
+        if ps.len() != args.len() {
+            return invalid(
+                format!(
+                    "the function takes {} arguments, but {} were given",
+                    ps.len(),
+                    args.len()
+                ),
+                span,
+            );
+        }
+        for (i, (p, a)) in ps.iter().zip(args).enumerate() {
+            self.expect(a, p, &format!("argument {}", i + 1))?;
+        }
+        Ok(*r)
+    }
+
+    /// Checks a call of definition `i`: binds the callee's size variables by
+    /// matching parameter types against argument types, then checks every
+    /// argument under that binding. Size arguments need their expression.
+    fn instantiate(
+        &mut self,
+        i: usize,
+        args: &[(Option<&Expr>, Type, Span)],
+        span: Span,
+    ) -> TResult<Type> {
+        let sig = self.sigs[i].clone();
+        let name = &self.defs[i].name;
+        if sig.params.len() != args.len() {
+            return invalid(
+                format!(
+                    "`{name}` takes {} argument{}, but {} {} given",
+                    sig.params.len(),
+                    if sig.params.len() == 1 { "" } else { "s" },
+                    args.len(),
+                    if args.len() == 1 { "was" } else { "were" }
+                ),
+                span,
+            );
+        }
+        let mut subst: HashMap<Name, Size> = HashMap::new();
+        for ((pname, pty), (expr, aty, aspan)) in sig.params.iter().zip(args) {
+            if pty.is_none() {
+                let Some(expr) = expr else {
+                    unreachable!(
+                        "size parameters are rejected before instantiation without expressions"
+                    )
+                };
+                if *aty != Type::Real {
+                    return mismatch(
+                        format!("size argument `{pname}` of `{name}`"),
+                        &Type::Real,
+                        aty,
+                        *aspan,
+                    );
+                }
+                let s = self.size_of(expr, &format!("the size argument `{pname}` of `{name}`"))?;
+                subst.insert(pname.clone(), s);
+            }
+        }
+        // Bind size variables from array sizes until nothing changes.
+        loop {
+            let before = subst.len();
+            for ((_, pty), (_, aty, _)) in sig.params.iter().zip(args) {
+                if let Some(pty) = pty {
+                    match_sizes(pty, aty, &sig.size_vars, &mut subst);
+                }
+            }
+            if subst.len() == before {
+                break;
+            }
+        }
+        let lookup = |v: &Name| subst.get(v).cloned();
+        for (k, ((pname, pty), (_, aty, aspan))) in sig.params.iter().zip(args).enumerate() {
+            if let Some(pty) = pty {
+                let want = pty.substitute(&lookup);
+                if want != *aty {
+                    return mismatch(
+                        format!("argument {} (`{pname}`) of `{name}`", k + 1),
+                        &want,
+                        aty,
+                        *aspan,
+                    );
+                }
+            }
+        }
+        let mut in_ret = Vec::new();
+        size_vars_of(&sig.ret, &mut in_ret);
+        let ret = sig.ret.substitute(&lookup);
+        if let Some(v) = in_ret.iter().find(|v| !subst.contains_key(*v)) {
+            return invalid(
+                format!("cannot tell the size `{v}` of the result of `{name}` from its arguments"),
+                span,
+            );
+        }
+        Ok(ret)
+    }
+
+    fn array_op(&mut self, op: ArrayOp, f: &Expr, args: &[Expr], span: Span) -> TResult<Type> {
+        let what = format!("the function of `{}`", op.name());
+        match op {
+            ArrayOp::Map => {
+                let (t, n) = self.array(&args[0], "`map`")?;
+                let u = self.check_fn(f, &[t], &what)?;
+                Ok(Type::array(u, n))
+            }
+            ArrayOp::Map2 => {
+                let (t1, n1) = self.array(&args[0], "`map2`")?;
+                let (t2, n2) = self.array(&args[1], "`map2`")?;
+                if n1 != n2 {
+                    return invalid(
+                        format!("`map2` needs arrays of the same length, found lengths `{n1}` and `{n2}`"),
+                        span,
+                    );
+                }
+                let u = self.check_fn(f, &[t1, t2], &what)?;
+                Ok(Type::array(u, n1))
+            }
+            ArrayOp::Reduce | ArrayOp::Foldl | ArrayOp::Scanl | ArrayOp::Scanr => {
+                let s = self.value(&args[0])?;
+                let (t, n) = self.array(&args[1], &format!("`{}`", op.name()))?;
+                if op == ArrayOp::Reduce && t != s {
+                    return mismatch(
+                        "`reduce` needs its unit and the array elements to have one type",
+                        &t,
+                        &s,
+                        args[0].span,
+                    );
+                }
+                let r = self.check_fn(f, &[s.clone(), t], &what)?;
+                if r != s {
+                    return mismatch(
+                        format!(
+                            "the function of `{}` must return the accumulator's type",
+                            op.name()
+                        ),
+                        &s,
+                        &r,
+                        f.span,
+                    );
+                }
+                Ok(match op {
+                    ArrayOp::Scanl | ArrayOp::Scanr => Type::array(s, n.offset(1)),
+                    _ => s,
+                })
+            }
+        }
+    }
+
+    fn builtin(&mut self, b: Builtin, args: &[Expr]) -> TResult<Type> {
+        match b {
+            Builtin::Len => {
+                self.array(&args[0], "`len`")?;
+                Ok(Type::Real)
+            }
+            Builtin::Iota => {
+                let n = self.size_of(&args[0], "`iota`")?;
+                Ok(Type::array(Type::Real, n))
+            }
+            Builtin::Replicate => {
+                let n = self.size_of(&args[0], "`replicate`")?;
+                let t = self.value(&args[1])?;
+                Ok(Type::array(t, n))
+            }
+            Builtin::Concat => {
+                let (t1, n1) = self.array(&args[0], "`concat`")?;
+                let (t2, n2) = self.array(&args[1], "`concat`")?;
+                if t1 != t2 {
+                    return mismatch(
+                        "`concat` needs arrays of one element type",
+                        &t1,
+                        &t2,
+                        args[1].span,
+                    );
+                }
+                Ok(Type::array(t1, n1.plus(&n2)))
+            }
+            Builtin::Shift1L | Builtin::Shift1R => {
+                let (t, n) = self.array(&args[0], &format!("`{}`", b.name()))?;
+                let m = match n.as_literal() {
+                    Some(0) => Size::lit(0),
+                    _ => n.offset(-1),
+                };
+                Ok(Type::array(t, m))
+            }
+        }
+    }
+
+    /// Reads a size expression: whole numbers, size variables, `len(A)`,
+    /// sums, differences and whole multiples of these.
+    fn size_of(&mut self, e: &Expr, what: &str) -> TResult<Size> {
+        let bad = || {
+            invalid(
+                format!("{what} needs a size: a whole number, a size variable, `len(A)`, or sums and differences of these"),
+                e.span,
+            )
+        };
+        match &e.kind {
+            ExprKind::Const(c) if c.fract() == 0.0 && c.abs() < 1e15 => Ok(Size::lit(*c as i64)),
+            ExprKind::Var(n) => match self.vars.get(n) {
+                Some(VarInfo { is_size: true, .. }) => Ok(Size::var(n.clone())),
+                _ => bad(),
+            },
+            ExprKind::Prim(Prim::Add, args) => Ok(self
+                .size_of(&args[0], what)?
+                .plus(&self.size_of(&args[1], what)?)),
+            ExprKind::Prim(Prim::Sub, args) => Ok(self
+                .size_of(&args[0], what)?
+                .add_scaled(&self.size_of(&args[1], what)?, -1)),
+            ExprKind::Prim(Prim::Mul, args) => {
+                let a = self.size_of(&args[0], what)?;
+                let b = self.size_of(&args[1], what)?;
+                match (a.as_literal(), b.as_literal()) {
+                    (Some(k), _) => Ok(b.scale(k)),
+                    (_, Some(k)) => Ok(a.scale(k)),
+                    _ => bad(),
+                }
+            }
+            ExprKind::Builtin(Builtin::Len, args) => Ok(self.array(&args[0], "`len`")?.1),
+            _ => bad(),
+        }
+    }
+}
+
+/// Binds size variables of `param` (from `vars`, not yet in `subst`) by
+/// matching it against `arg`: a parameter size `c + k·v` with one unbound
+/// variable `v` and `k = ±1` determines `v`.
+fn match_sizes(param: &Type, arg: &Type, vars: &[Name], subst: &mut HashMap<Name, Size>) {
+    match (param, arg) {
+        (Type::Array(pt, ps), Type::Array(at, asz)) => {
+            let ps = ps.substitute(&|v| subst.get(v).cloned());
+            let unbound: Vec<(&Name, i64)> = ps
+                .terms
+                .iter()
+                .filter(|(v, _)| vars.contains(v) && !subst.contains_key(*v))
+                .map(|(v, c)| (v, *c))
+                .collect();
+            if let [(v, k)] = unbound[..] {
+                if k == 1 || k == -1 {
+                    let mut rest = ps.clone();
+                    rest.terms.remove(v);
+                    // k·v + rest = asz  ⇒  v = k·(asz − rest)
+                    let solved = asz.add_scaled(&rest, -1).scale(k);
+                    subst.insert(v.clone(), solved);
+                }
+            }
+            match_sizes(pt, at, vars, subst);
+        }
+        (Type::Tuple(ps), Type::Tuple(ts)) if ps.len() == ts.len() => {
+            for (p, t) in ps.iter().zip(ts) {
+                match_sizes(p, t, vars, subst);
+            }
+        }
+        _ => {}
+    }
+}
