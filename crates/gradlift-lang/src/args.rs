@@ -318,6 +318,9 @@ fn convert(name: &str, ty: &Type, v: &ArgValue) -> Result<Value, ArgsError> {
         )),
         (_, ArgValue::Num(..)) => Err(wrong("a number")),
         (_, ArgValue::List(xs, _)) => Err(wrong(&format!("a list of {} elements", xs.len()))),
-        (_, ArgValue::Tuple(xs, _)) => Err(wrong(&format!("a tuple of {} components", xs.len()))),
+        (_, ArgValue::Tuple(xs, _)) => Err(wrong(&format!(
+            "a tuple of {}",
+            crate::span::count(xs.len(), "component")
+        ))),
     }
 }

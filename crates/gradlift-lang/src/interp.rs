@@ -23,8 +23,24 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use thiserror::Error;
 
-/// The largest array the interpreter builds (elements).
-pub const MAX_ARRAY_LEN: usize = 1 << 28;
+/// How much memory one call may use.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// The largest array built (elements).
+    pub max_array_len: usize,
+    /// The most array elements allocated in all, so that a program cannot
+    /// exhaust memory through many arrays below `max_array_len`.
+    pub max_total_elements: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_array_len: 1 << 28,
+            max_total_elements: 1 << 29,
+        }
+    }
+}
 
 /// A run-time error.
 #[derive(Debug, Clone, Error, PartialEq)]
@@ -63,9 +79,21 @@ fn at<T>(message: impl Into<String>, span: Span) -> EResult<T> {
 /// Calls definition `index` of `module` with `args` (one per parameter; a
 /// size parameter is given as a whole real).
 pub fn call(module: &CheckedModule, index: usize, args: &[Value]) -> EResult<Value> {
+    call_with_limits(module, index, args, Limits::default())
+}
+
+/// [`call`] under the given memory limits.
+pub fn call_with_limits(
+    module: &CheckedModule,
+    index: usize,
+    args: &[Value],
+    limits: Limits,
+) -> EResult<Value> {
     let mut interp = Interpreter {
         module,
         env: Scope::new(),
+        allocated: 0,
+        limits,
     };
     interp.call_def(index, args.to_vec(), None)
 }
@@ -76,6 +104,8 @@ pub fn eval_expr(module: &CheckedModule, vars: &[(Name, Value)], e: &Expr) -> ER
     let mut interp = Interpreter {
         module,
         env: Scope::new(),
+        allocated: 0,
+        limits: Limits::default(),
     };
     for (n, v) in vars {
         interp.env.push(n.clone(), v.clone());
@@ -86,6 +116,9 @@ pub fn eval_expr(module: &CheckedModule, vars: &[(Name, Value)], e: &Expr) -> ER
 struct Interpreter<'m> {
     module: &'m CheckedModule,
     env: Scope<Value>,
+    /// Array elements allocated so far.
+    allocated: usize,
+    limits: Limits,
 }
 
 /// The function argument of an array operation, resolved once.
@@ -108,19 +141,17 @@ fn array<'v>(v: &'v Value, what: &str, span: Span) -> EResult<&'v Arc<[Value]>> 
     }
 }
 
-/// A size computed at run time: a whole number in `0..=MAX_ARRAY_LEN`.
-fn size(x: f64, what: &str, span: Span) -> EResult<usize> {
+/// A size computed at run time: a whole number in `0..=limit`.
+fn size(x: f64, limit: usize, what: &str, span: Span) -> EResult<usize> {
     if x.fract() != 0.0 || x < 0.0 || x.is_nan() {
         return at(
             format!("{what}: the size {x} is not a whole number ≥ 0"),
             span,
         );
     }
-    if x > MAX_ARRAY_LEN as f64 {
+    if x > limit as f64 {
         return at(
-            format!(
-                "{what}: the size {x} exceeds the interpreter's limit of {MAX_ARRAY_LEN} elements"
-            ),
+            format!("{what}: the size {x} exceeds the interpreter's limit of {limit} elements"),
             span,
         );
     }
@@ -128,6 +159,19 @@ fn size(x: f64, what: &str, span: Span) -> EResult<usize> {
 }
 
 impl Interpreter<'_> {
+    /// Accounts for a new array of `n` elements.
+    fn allocate(&mut self, n: usize, span: Span) -> EResult<()> {
+        self.allocated = self.allocated.saturating_add(n);
+        let limit = self.limits.max_total_elements;
+        if self.allocated > limit {
+            return at(
+                format!("the program allocates more than {limit} array elements, the interpreter's limit"),
+                span,
+            );
+        }
+        Ok(())
+    }
+
     fn bind(&mut self, pat: &Pattern, v: Value) -> EResult<()> {
         match pat {
             Pattern::Var(n, _) => {
@@ -185,11 +229,7 @@ impl Interpreter<'_> {
             } => {
                 if params.len() != args.len() {
                     return at(
-                        format!(
-                            "the function takes {} arguments, but {} were given",
-                            params.len(),
-                            args.len()
-                        ),
+                        crate::span::arity_message("the function", params.len(), args.len()),
                         span,
                     );
                 }
@@ -271,6 +311,7 @@ impl Interpreter<'_> {
                 ),
             },
             ExprKind::ArrayLit(es) => {
+                self.allocate(es.len(), e.span)?;
                 let mut vs = Vec::with_capacity(es.len());
                 for x in es {
                     vs.push(self.eval(x)?);
@@ -378,6 +419,7 @@ impl Interpreter<'_> {
             ArrayOp::Map => {
                 let a = self.eval(&args[0])?;
                 let xs = array(&a, "`map`", args[0].span)?;
+                self.allocate(xs.len(), span)?;
                 let mut out = Vec::with_capacity(xs.len());
                 for x in xs.iter() {
                     out.push(self.invoke(&callee, vec![x.clone()], span)?);
@@ -399,6 +441,7 @@ impl Interpreter<'_> {
                         span,
                     );
                 }
+                self.allocate(xs.len(), span)?;
                 let mut out = Vec::with_capacity(xs.len());
                 for (x, y) in xs.iter().zip(ys.iter()) {
                     out.push(self.invoke(&callee, vec![x.clone(), y.clone()], span)?);
@@ -418,6 +461,7 @@ impl Interpreter<'_> {
                         Ok(acc)
                     }
                     ArrayOp::Scanl => {
+                        self.allocate(xs.len() + 1, span)?;
                         let mut out = Vec::with_capacity(xs.len() + 1);
                         out.push(z.clone());
                         let mut acc = z;
@@ -428,6 +472,7 @@ impl Interpreter<'_> {
                         Ok(Value::array(out))
                     }
                     ArrayOp::Scanr => {
+                        self.allocate(xs.len() + 1, span)?;
                         let mut out = vec![z.clone(); xs.len() + 1];
                         let mut acc = z;
                         for (i, x) in xs.iter().enumerate().rev() {
@@ -450,18 +495,28 @@ impl Interpreter<'_> {
         match b {
             Builtin::Len => Ok(Value::Real(array(&vs[0], "`len`", span)?.len() as f64)),
             Builtin::Iota => {
-                let n = size(real(&vs[0], "`iota`", span)?, "`iota`", span)?;
+                let limit = self.limits.max_array_len;
+                let n = size(real(&vs[0], "`iota`", span)?, limit, "`iota`", span)?;
+                self.allocate(n, span)?;
                 Ok(Value::Array(
                     (0..n).map(|i| Value::Real(i as f64)).collect(),
                 ))
             }
             Builtin::Replicate => {
-                let n = size(real(&vs[0], "`replicate`", span)?, "`replicate`", span)?;
+                let limit = self.limits.max_array_len;
+                let n = size(
+                    real(&vs[0], "`replicate`", span)?,
+                    limit,
+                    "`replicate`",
+                    span,
+                )?;
+                self.allocate(n, span)?;
                 Ok(Value::array(vec![vs[1].clone(); n]))
             }
             Builtin::Concat => {
                 let xs = array(&vs[0], "`concat`", span)?;
                 let ys = array(&vs[1], "`concat`", span)?;
+                self.allocate(xs.len() + ys.len(), span)?;
                 Ok(Value::Array(xs.iter().chain(ys.iter()).cloned().collect()))
             }
             Builtin::Shift1L | Builtin::Shift1R => {

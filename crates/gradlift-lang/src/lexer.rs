@@ -183,9 +183,12 @@ pub fn lex(text: &str) -> Result<Vec<Token>, LexError> {
         });
         spaced = false;
     }
+    // End of input is reported right after the last token, not on the
+    // empty line a trailing newline starts.
+    let end = out.last().map_or(0, |t| t.span.end as usize);
     out.push(Token {
         tok: Tok::Eof,
-        span: Span::new(text.len(), text.len()),
+        span: Span::new(end, end),
         spaced,
     });
     Ok(out)

@@ -88,6 +88,9 @@ pub fn parse_type(text: &str) -> PResult<Type> {
 struct Parser {
     toks: Vec<Token>,
     pos: usize,
+    /// The last scan for lambda binders: from a position, the first token
+    /// that cannot be part of them.
+    binder_scan: Option<(usize, usize)>,
 }
 
 impl Parser {
@@ -96,7 +99,11 @@ impl Parser {
             found: e.found,
             span: e.span,
         })?;
-        Ok(Parser { toks, pos: 0 })
+        Ok(Parser {
+            toks,
+            pos: 0,
+            binder_scan: None,
+        })
     }
 
     fn peek(&self) -> &Tok {
@@ -489,7 +496,10 @@ impl Parser {
                     let e = self.atom()?;
                     if let ExprKind::Const(c) = e.kind {
                         let span = start.to(e.span);
-                        return self.postfix_from(Expr::new(ExprKind::Const(-c), span), true);
+                        // `nan` has no sign: `-nan` is the `nan` the printer
+                        // writes back.
+                        let c = if c.is_nan() { c } else { -c };
+                        return self.postfix_from(Expr::new(ExprKind::Const(c), span), true);
                     }
                 }
                 let e = self.prefix()?;
@@ -719,7 +729,7 @@ impl Parser {
                 return Ok(Expr::new(ExprKind::PrimFn(p), start.to(end)));
             }
         }
-        if let Some(params) = self.try_lambda_params() {
+        if let Some(params) = self.try_lambda_params()? {
             let body = self.expr()?;
             let end = self.expect_punct(")")?;
             let params = params
@@ -748,16 +758,40 @@ impl Parser {
     }
 
     /// `p1, ..., pk .` at the current position, consumed on success; on
-    /// failure nothing is consumed.
-    fn try_lambda_params(&mut self) -> Option<Vec<Pattern>> {
+    /// failure nothing is consumed. Binders that would rebind a primitive
+    /// (`(log. e)`) are an error, not a reason to read something else.
+    fn try_lambda_params(&mut self) -> PResult<Option<Vec<Pattern>>> {
+        // Lambda binders are names, `_`, commas and parentheses followed by
+        // `.`. Find the first other token; every position up to it finds
+        // the same one, so the scan is remembered and a run of k opening
+        // parentheses costs O(k), not O(k²).
+        let end = match self.binder_scan {
+            Some((from, to)) if from <= self.pos && self.pos < to => to,
+            _ => {
+                let mut q = self.pos;
+                while match &self.toks[q].tok {
+                    Tok::Ident(s) => !is_keyword(s),
+                    Tok::Punct(p) => matches!(*p, "(" | ")" | "," | "_"),
+                    _ => false,
+                } {
+                    q += 1;
+                }
+                self.binder_scan = Some((self.pos, q));
+                q
+            }
+        };
+        if self.toks[end].tok != Tok::Punct(".") {
+            return Ok(None);
+        }
         let save = self.pos;
         let mut params = Vec::new();
         loop {
             match self.pattern() {
                 Ok(p) => params.push(p),
+                Err(e @ SyntaxError::Invalid { .. }) => return Err(e),
                 Err(_) => {
                     self.pos = save;
-                    return None;
+                    return Ok(None);
                 }
             }
             if !self.eat_punct(",") {
@@ -765,21 +799,17 @@ impl Parser {
             }
         }
         if self.eat_punct(".") {
-            Some(params)
+            Ok(Some(params))
         } else {
             self.pos = save;
-            None
+            Ok(None)
         }
     }
 }
 
 fn arity_error(name: &str, want: usize, got: usize, span: Span) -> SyntaxError {
     SyntaxError::Invalid {
-        message: format!(
-            "`{name}` takes {want} argument{}, but {got} {} given",
-            if want == 1 { "" } else { "s" },
-            if got == 1 { "was" } else { "were" }
-        ),
+        message: crate::span::arity_message(&format!("`{name}`"), want, got),
         span,
     }
 }

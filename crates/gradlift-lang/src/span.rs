@@ -123,6 +123,20 @@ impl SourceFile {
     }
 }
 
+/// "`subject` takes 2 arguments, but 1 was given".
+pub fn arity_message(subject: &str, want: usize, got: usize) -> String {
+    format!(
+        "{subject} takes {want} argument{}, but {got} {} given",
+        if want == 1 { "" } else { "s" },
+        if got == 1 { "was" } else { "were" }
+    )
+}
+
+/// "1 component", "3 components".
+pub fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
 /// Something that happened at a place in the source.
 pub trait Spanned {
     /// Where.

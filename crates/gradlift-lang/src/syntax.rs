@@ -46,13 +46,16 @@ impl Size {
         Size { constant: 0, terms }
     }
 
-    /// `self + k·other`.
+    /// `self + k·other`. Arithmetic saturates; the type checker rejects
+    /// sizes beyond [`Size::LIMIT`], so saturation never goes unnoticed.
     pub fn add_scaled(&self, other: &Size, k: i64) -> Size {
         let mut out = self.clone();
-        out.constant += k * other.constant;
+        out.constant = out
+            .constant
+            .saturating_add(k.saturating_mul(other.constant));
         for (v, c) in &other.terms {
             let e = out.terms.entry(v.clone()).or_insert(0);
-            *e += k * c;
+            *e = e.saturating_add(k.saturating_mul(*c));
             if *e == 0 {
                 out.terms.remove(v);
             }
@@ -68,8 +71,16 @@ impl Size {
     /// `self + n`.
     pub fn offset(&self, n: i64) -> Size {
         let mut out = self.clone();
-        out.constant += n;
+        out.constant = out.constant.saturating_add(n);
         out
+    }
+
+    /// Largest constant or coefficient a size may have (2⁴⁰).
+    pub const LIMIT: i64 = 1 << 40;
+
+    /// Whether every number in the size is within ±[`Size::LIMIT`].
+    pub fn is_within_limit(&self) -> bool {
+        self.constant.abs() <= Size::LIMIT && self.terms.values().all(|c| c.abs() <= Size::LIMIT)
     }
 
     /// `k·self`.

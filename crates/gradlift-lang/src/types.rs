@@ -122,7 +122,8 @@ pub fn check_module(module: Module) -> TResult<CheckedModule> {
             let (_, _) = (first, ());
             return invalid(format!("`{}` is defined twice", def.name), def.name_span);
         }
-        let sig = check_def(&module.defs[..sigs.len()], &sigs, def)?;
+        let (earlier, later) = module.defs.split_at(sigs.len());
+        let sig = check_def(earlier, later, &sigs, def)?;
         seen.insert(def.name.clone(), def.name_span);
         sigs.push(sig);
     }
@@ -135,6 +136,7 @@ pub fn check_module(module: Module) -> TResult<CheckedModule> {
 pub fn check_expr(vars: &[(Name, Type)], size_vars: &[Name], e: &Expr) -> TResult<Type> {
     let mut c = Checker {
         defs: &[],
+        later: &[],
         sigs: &[],
         vars: Scope::new(),
         size_vars: size_vars.iter().cloned().collect(),
@@ -161,6 +163,70 @@ pub fn check_expr(vars: &[(Name, Type)], size_vars: &[Name], e: &Expr) -> TResul
     c.value(e)
 }
 
+/// A size in `t` beyond [`Size::LIMIT`].
+fn oversized(t: &Type) -> Option<&Size> {
+    match t {
+        Type::Real | Type::Bool => None,
+        Type::Tuple(ts) => ts.iter().find_map(oversized),
+        Type::Array(t, n) => (!n.is_within_limit()).then_some(n).or_else(|| oversized(t)),
+        Type::Fun(ps, r) => ps.iter().find_map(oversized).or_else(|| oversized(r)),
+    }
+}
+
+/// The sizes of the arrays in `t`, outermost first.
+fn array_sizes<'t>(t: &'t Type, out: &mut Vec<&'t Size>) {
+    match t {
+        Type::Real | Type::Bool | Type::Fun(..) => {}
+        Type::Tuple(ts) => ts.iter().for_each(|t| array_sizes(t, out)),
+        Type::Array(t, n) => {
+            out.push(n);
+            array_sizes(t, out)
+        }
+    }
+}
+
+/// The first size variable of the parameters that the argument lengths do
+/// not determine: each must be reachable through a size `±v + (sizes
+/// already known)`, as [`crate::value::bind_sizes`] solves them.
+fn undetermined_size_var(params: &[DefParam]) -> Option<(Name, Span)> {
+    let mut known: BTreeSet<Name> = params
+        .iter()
+        .filter(|p| p.ty.is_none())
+        .map(|p| p.name.clone())
+        .collect();
+    let mut sizes = Vec::new();
+    for p in params {
+        if let Some(t) = &p.ty {
+            array_sizes(t, &mut sizes);
+        }
+    }
+    loop {
+        let before = known.len();
+        for n in &sizes {
+            let unknown: Vec<(&Name, &i64)> = n
+                .terms
+                .iter()
+                .filter(|(v, _)| !known.contains(*v))
+                .collect();
+            if let [(v, k)] = unknown[..] {
+                if k.abs() == 1 {
+                    known.insert(v.clone());
+                }
+            }
+        }
+        if known.len() == before {
+            break;
+        }
+    }
+    params.iter().find_map(|p| {
+        let mut vs = Vec::new();
+        size_vars_of(p.ty.as_ref()?, &mut vs);
+        vs.into_iter()
+            .find(|v| !known.contains(v))
+            .map(|v| (v, p.span))
+    })
+}
+
 fn size_vars_of(t: &Type, out: &mut Vec<Name>) {
     match t {
         Type::Real | Type::Bool => {}
@@ -180,7 +246,9 @@ fn size_vars_of(t: &Type, out: &mut Vec<Name>) {
     }
 }
 
-fn check_def(defs: &[Def], sigs: &[Signature], def: &Def) -> TResult<Signature> {
+/// Checks `def`, which may call the definitions `defs` (with signatures
+/// `sigs`); `later` is `def` and the definitions after it, named in errors.
+fn check_def(defs: &[Def], later: &[Def], sigs: &[Signature], def: &Def) -> TResult<Signature> {
     let mut size_vars = Vec::new();
     for p in &def.params {
         match &p.ty {
@@ -194,6 +262,7 @@ fn check_def(defs: &[Def], sigs: &[Signature], def: &Def) -> TResult<Signature> 
     }
     let mut c = Checker {
         defs,
+        later,
         sigs,
         vars: Scope::new(),
         size_vars: size_vars.iter().cloned().collect(),
@@ -219,6 +288,17 @@ fn check_def(defs: &[Def], sigs: &[Signature], def: &Def) -> TResult<Signature> 
                     p.span,
                 );
             }
+        }
+    }
+    if let Some((v, span)) = undetermined_size_var(&def.params) {
+        return invalid(
+            format!("the size `{v}` cannot be determined from the arguments: some parameter's size must be `{v}` plus or minus other sizes"),
+            span,
+        );
+    }
+    for p in &def.params {
+        if let Some(t) = &p.ty {
+            c.check_type_wf(t, p.span)?;
         }
     }
     for v in &size_vars {
@@ -288,6 +368,8 @@ struct VarInfo {
 
 struct Checker<'a> {
     defs: &'a [Def],
+    /// The definition being checked and those after it: not callable.
+    later: &'a [Def],
     sigs: &'a [Signature],
     vars: Scope<VarInfo>,
     size_vars: BTreeSet<Name>,
@@ -295,6 +377,12 @@ struct Checker<'a> {
 
 impl Checker<'_> {
     fn check_type_wf(&self, t: &Type, span: Span) -> TResult<()> {
+        if let Some(n) = oversized(t) {
+            return invalid(
+                format!("the size `{n}` exceeds the limit of 2^40 elements"),
+                span,
+            );
+        }
         let mut vs = Vec::new();
         size_vars_of(t, &mut vs);
         for v in vs {
@@ -360,8 +448,8 @@ impl Checker<'_> {
             }
             (Pattern::Tuple(ps, span), _) => invalid(
                 format!(
-                    "a pattern of {} components cannot bind a value of type `{ty}`",
-                    ps.len()
+                    "a pattern of {} cannot bind a value of type `{ty}`",
+                    crate::span::count(ps.len(), "component")
                 ),
                 *span,
             ),
@@ -369,7 +457,16 @@ impl Checker<'_> {
     }
 
     fn infer(&mut self, e: &Expr) -> TResult<Type> {
-        guard(|| self.infer_inner(e))
+        let t = guard(|| self.infer_inner(e))?;
+        if let Type::Array(_, n) = &t {
+            if !n.is_within_limit() {
+                return invalid(
+                    format!("this array's size `{n}` exceeds the limit of 2^40 elements"),
+                    e.span,
+                );
+            }
+        }
+        Ok(t)
     }
 
     fn infer_inner(&mut self, e: &Expr) -> TResult<Type> {
@@ -381,11 +478,7 @@ impl Checker<'_> {
                     format!("`{n}` is a function: call it with its arguments, `{n}(…)`"),
                     e.span,
                 ),
-                None => Err(TypeError::Unknown {
-                    what: "variable",
-                    name: n.clone(),
-                    span: e.span,
-                }),
+                None => Err(self.unknown("variable", n, e.span)),
             },
             ExprKind::Prim(p, args) => self.prim(*p, args),
             ExprKind::PrimFn(p) => {
@@ -409,7 +502,10 @@ impl Checker<'_> {
             ExprKind::Proj(inner, k) => match self.value(inner)? {
                 Type::Tuple(ts) if *k < ts.len() => Ok(ts[*k].clone()),
                 Type::Tuple(ts) => invalid(
-                    format!("projection `.{k}` of a tuple with {} components", ts.len()),
+                    format!(
+                        "projection `.{k}` of a tuple with {}",
+                        crate::span::count(ts.len(), "component")
+                    ),
                     e.span,
                 ),
                 other => invalid(
@@ -558,6 +654,25 @@ impl Checker<'_> {
         r
     }
 
+    /// The error for `name`, bound nowhere in scope: a definition that
+    /// comes too late to be called, or an unknown name.
+    fn unknown(&self, what: &'static str, name: &Name, span: Span) -> TypeError {
+        let message = match self.later.iter().position(|d| d.name == *name) {
+            Some(0) => format!("`{name}` cannot call itself: definitions are not recursive"),
+            Some(_) => format!(
+                "`{name}` is defined later in the file: a definition can call only the definitions before it"
+            ),
+            None => {
+                return TypeError::Unknown {
+                    what,
+                    name: name.clone(),
+                    span,
+                }
+            }
+        };
+        TypeError::Invalid { message, span }
+    }
+
     fn def_index(&self, name: &str) -> Option<usize> {
         if self.vars.get(name).is_some() {
             return None;
@@ -612,8 +727,9 @@ impl Checker<'_> {
                         if ps.len() != arg_tys.len() {
                             return invalid(
                                 format!(
-                                    "{what} takes {} arguments, but this function takes {}",
+                                    "{what} takes {} argument{}, but this function takes {}",
                                     arg_tys.len(),
+                                    if arg_tys.len() == 1 { "" } else { "s" },
                                     ps.len()
                                 ),
                                 f.span,
@@ -644,11 +760,7 @@ impl Checker<'_> {
         if let ExprKind::Var(n) = &f.kind {
             if self.vars.get(n).is_none() {
                 let Some(i) = self.def_index(n) else {
-                    return Err(TypeError::Unknown {
-                        what: "function",
-                        name: n.clone(),
-                        span: f.span,
-                    });
+                    return Err(self.unknown("function", n, f.span));
                 };
                 let mut typed = Vec::with_capacity(args.len());
                 for a in args {
@@ -666,11 +778,7 @@ impl Checker<'_> {
         };
         if ps.len() != args.len() {
             return invalid(
-                format!(
-                    "the function takes {} arguments, but {} were given",
-                    ps.len(),
-                    args.len()
-                ),
+                crate::span::arity_message("the function", ps.len(), args.len()),
                 span,
             );
         }
@@ -693,13 +801,7 @@ impl Checker<'_> {
         let name = &self.defs[i].name;
         if sig.params.len() != args.len() {
             return invalid(
-                format!(
-                    "`{name}` takes {} argument{}, but {} {} given",
-                    sig.params.len(),
-                    if sig.params.len() == 1 { "" } else { "s" },
-                    args.len(),
-                    if args.len() == 1 { "was" } else { "were" }
-                ),
+                crate::span::arity_message(&format!("`{name}`"), sig.params.len(), args.len()),
                 span,
             );
         }
@@ -774,7 +876,9 @@ impl Checker<'_> {
                 let (t2, n2) = self.array(&args[1], "`map2`")?;
                 if n1 != n2 {
                     return invalid(
-                        format!("`map2` needs arrays of the same length, found lengths `{n1}` and `{n2}`"),
+                        format!(
+                            "`map2` needs arrays of the same size, found sizes `{n1}` and `{n2}`"
+                        ),
                         span,
                     );
                 }
@@ -861,7 +965,9 @@ impl Checker<'_> {
             )
         };
         match &e.kind {
-            ExprKind::Const(c) if c.fract() == 0.0 && c.abs() < 1e15 => Ok(Size::lit(*c as i64)),
+            ExprKind::Const(c) if c.fract() == 0.0 && c.abs() <= Size::LIMIT as f64 => {
+                Ok(Size::lit(*c as i64))
+            }
             ExprKind::Var(n) => match self.vars.get(n) {
                 Some(VarInfo { is_size: true, .. }) => Ok(Size::var(n.clone())),
                 _ => bad(),

@@ -156,10 +156,10 @@ pub fn bind_sizes(
     args: &[Value],
 ) -> Result<HashMap<Name, i64>, BindError> {
     if args.len() != sig.params.len() {
-        return Err(BindError(format!(
-            "`{name}` takes {} arguments, but {} were given",
+        return Err(BindError(crate::span::arity_message(
+            &format!("`{name}`"),
             sig.params.len(),
-            args.len()
+            args.len(),
         )));
     }
     let mut sizes: HashMap<Name, (i64, Name)> = HashMap::new();
@@ -196,15 +196,13 @@ pub fn bind_sizes(
                 .map(|(v, c)| (v, *c))
                 .collect();
             if let [(v, k)] = unbound[..] {
-                if k == 1 || k == -1 {
-                    let rest: i64 = size.constant
-                        + size
-                            .terms
-                            .iter()
-                            .filter(|(w, _)| *w != v)
-                            .map(|(w, c)| c * sizes[w].0)
-                            .sum::<i64>();
-                    sizes.insert(v.clone(), (k * (len - rest), pname.clone()));
+                // k·v + rest = len; a solution out of range stays unsolved,
+                // and the check below reports the mismatch.
+                let solved = size_value(size, &sizes, Some(v))
+                    .and_then(|rest| len.checked_sub(rest))
+                    .and_then(|d| d.checked_mul(k));
+                if let (1 | -1, Some(x)) = (k, solved) {
+                    sizes.insert(v.clone(), (x, pname.clone()));
                     progress = true;
                 }
             }
@@ -219,27 +217,24 @@ pub fn bind_sizes(
         sizes.entry(v.clone()).or_insert((0, v.clone()));
     }
     for (size, len, _, path) in &constraints {
-        let mut value = size.constant;
-        for (v, c) in &size.terms {
-            let (x, _) = sizes.entry(v.clone()).or_insert((0, v.clone()));
-            value += c * *x;
-        }
-        if value != *len {
-            let from: Vec<String> = size
+        let value = size_value(size, &sizes, None);
+        if value != Some(*len) {
+            let value = value.map_or(" overflows".to_string(), |x| format!(" is {x}"));
+            let set_by: Vec<String> = size
                 .terms
                 .keys()
                 .map(|v| {
                     let (x, origin) = &sizes[v];
-                    format!("`{v}` = {x} from `{origin}`")
+                    format!("`{v}` = {x}, set by `{origin}`")
                 })
                 .collect();
-            let how = if from.is_empty() {
+            let how = if set_by.is_empty() {
                 String::new()
             } else {
-                format!(" ({})", from.join(", "))
+                format!(" ({})", set_by.join("; "))
             };
             return Err(BindError(format!(
-                "size mismatch in call to `{name}`: `{path}` has length {len}, but its type needs `{size}` = {value}{how}"
+                "size mismatch in call to `{name}`: `{path}` has length {len}, but its size `{size}`{value}{how}"
             )));
         }
     }
@@ -253,11 +248,23 @@ pub fn bind_sizes(
     Ok(sizes.into_iter().map(|(k, (v, _))| (k, v)).collect())
 }
 
+/// The value of `size` given the values of its variables (0 for those not
+/// in `sizes`), leaving out the term of `skip`; `None` if it overflows.
+fn size_value(size: &Size, sizes: &HashMap<Name, (i64, Name)>, skip: Option<&Name>) -> Option<i64> {
+    size.terms
+        .iter()
+        .filter(|(v, _)| Some(*v) != skip)
+        .try_fold(size.constant, |acc, (v, c)| {
+            let x = sizes.get(v).map_or(0, |(x, _)| *x);
+            acc.checked_add(c.checked_mul(x)?)
+        })
+}
+
 fn describe(v: &Value) -> String {
     match v {
         Value::Real(x) => format!("the real {}", format_real(*x)),
         Value::Bool(_) => "a condition".into(),
-        Value::Tuple(xs) => format!("a tuple of {} components", xs.len()),
+        Value::Tuple(xs) => format!("a tuple of {}", crate::span::count(xs.len(), "component")),
         Value::Array(xs) => format!("an array of length {}", xs.len()),
         Value::Fun(_) => "a function".into(),
     }

@@ -1,0 +1,415 @@
+//! End-to-end tests of the `gradlift` binary: bad input of every kind is a
+//! clean error (non-zero status, no panic, a one-line first line, and a
+//! position with a caret when the text is at fault), and good input prints
+//! the expected values.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+const DOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/dot.grad");
+const ODE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/ode.grad");
+
+/// Runs `gradlift` with `args`.
+fn gradlift(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gradlift"))
+        .args(args)
+        .output()
+        .expect("the gradlift binary runs")
+}
+
+/// A fresh file under the temporary directory holding `contents`; `name`
+/// ends the file name (for the extension).
+fn temp_file(name: &str, contents: &str) -> PathBuf {
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let path = std::env::temp_dir().join(format!(
+        "gradlift-cli-test-{}-{}-{name}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::write(&path, contents).expect("write a temporary file");
+    path
+}
+
+/// A path under the temporary directory that does not exist.
+fn missing_path(name: &str) -> PathBuf {
+    let path = temp_file(name, "");
+    std::fs::remove_file(&path).expect("remove a temporary file");
+    path
+}
+
+fn text(p: &Path) -> &str {
+    p.to_str().expect("temporary paths are UTF-8")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).expect("stdout is UTF-8")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8(out.stderr.clone()).expect("stderr is UTF-8")
+}
+
+/// Checks that `out` is a clean failure and returns the first line of
+/// stderr, which must start with `prefix`.
+#[track_caller]
+fn failure(out: &Output, prefix: &str) -> String {
+    let err = stderr(out);
+    assert!(
+        !out.status.success(),
+        "expected a failure, got success; stdout: {}",
+        stdout(out)
+    );
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    assert!(!err.contains("panicked"), "gradlift panicked: {err}");
+    assert!(stdout(out).is_empty(), "stdout: {}", stdout(out));
+    let first = err.lines().next().unwrap_or("").to_string();
+    assert!(
+        first.starts_with(prefix),
+        "first line {first:?} does not start with {prefix:?}; stderr:\n{err}"
+    );
+    assert!(first.len() > prefix.len(), "empty message: {err}");
+    first
+}
+
+/// Checks that stderr shows the source line containing `line` and a caret
+/// line whose first `^` is under the start of `at` within that line.
+#[track_caller]
+fn caret_under(out: &Output, line: &str, at: &str) {
+    let err = stderr(out);
+    let lines: Vec<&str> = err.lines().collect();
+    let src = lines
+        .iter()
+        .position(|l| l.contains(" | ") && l.ends_with(line))
+        .unwrap_or_else(|| panic!("no source line {line:?} in:\n{err}"));
+    let caret = lines
+        .get(src + 1)
+        .unwrap_or_else(|| panic!("no caret line in:\n{err}"));
+    let col = caret
+        .find('^')
+        .unwrap_or_else(|| panic!("no caret in:\n{err}"));
+    let shown = &lines[src][col..];
+    assert!(
+        shown.starts_with(at),
+        "the caret points at {shown:?}, not at {at:?}:\n{err}"
+    );
+}
+
+// ---- bad input ----
+
+#[test]
+fn parse_error() {
+    let path = temp_file("parse.grad", "# a comment\ndef f(x: R) -> R = x + * 2\n");
+    let out = gradlift(&["eval", text(&path), "--at", "x=1"]);
+    let first = failure(&out, &format!("{}:2:24: error: ", text(&path)));
+    assert!(first.contains("`*`"), "{first}");
+    caret_under(&out, "def f(x: R) -> R = x + * 2", "* 2");
+}
+
+#[test]
+fn parse_error_at_the_end_of_the_file() {
+    let path = temp_file("eof.grad", "def f(x: R) -> R = (x + 1\n");
+    let out = gradlift(&["eval", text(&path), "--at", "x=1"]);
+    let first = failure(&out, &format!("{}:", text(&path)));
+    assert!(first.contains("end of input"), "{first}");
+    assert!(stderr(&out).contains('^'), "{}", stderr(&out));
+}
+
+#[test]
+fn unexpected_character() {
+    let path = temp_file("char.grad", "def f(x: R) = x $ 1\n");
+    let out = gradlift(&["eval", text(&path), "--at", "x=1"]);
+    let first = failure(&out, &format!("{}:1:17: error: ", text(&path)));
+    assert!(first.contains('$'), "{first}");
+    caret_under(&out, "def f(x: R) = x $ 1", "$ 1");
+}
+
+#[test]
+fn type_error() {
+    let path = temp_file(
+        "type.grad",
+        "def f(x: R, A: [R; n]) =\n  if x > 0 then x else A\n",
+    );
+    let out = gradlift(&["eval", text(&path), "--at", "x=1, A=[1]"]);
+    let first = failure(&out, &format!("{}:2:24: error: ", text(&path)));
+    assert!(
+        first.contains("`R`") && first.contains("`[R; n]`"),
+        "{first}"
+    );
+    caret_under(&out, "  if x > 0 then x else A", "A");
+}
+
+#[test]
+fn unknown_variable() {
+    let path = temp_file("unknown.grad", "def f(x: R) -> R = x + y\n");
+    let out = gradlift(&["eval", text(&path), "--at", "x=1"]);
+    let first = failure(&out, &format!("{}:1:24: error: ", text(&path)));
+    assert!(first.contains("unknown variable `y`"), "{first}");
+    caret_under(&out, "def f(x: R) -> R = x + y", "y");
+}
+
+#[test]
+fn call_of_a_later_definition() {
+    let path = temp_file(
+        "later.grad",
+        "def f(x: R) -> R = g(x)\ndef g(x: R) -> R = x\n",
+    );
+    let out = gradlift(&["eval", text(&path), "--at", "x=1"]);
+    let first = failure(&out, &format!("{}:1:20: error: ", text(&path)));
+    assert!(first.contains("`g`") && first.contains("later"), "{first}");
+    caret_under(&out, "def f(x: R) -> R = g(x)", "g(x)");
+}
+
+#[test]
+fn unknown_function() {
+    let out = gradlift(&["eval", DOT, "--fn", "nope", "--at", "A=[1], B=[2]"]);
+    let first = failure(&out, "error: ");
+    assert!(first.contains("`nope`") && first.contains("dot"), "{first}");
+}
+
+#[test]
+fn empty_program() {
+    let path = temp_file("empty.grad", "# nothing here\n");
+    let out = gradlift(&["eval", text(&path), "--at", ""]);
+    let first = failure(&out, "error: ");
+    assert!(first.contains("no function"), "{first}");
+}
+
+#[test]
+fn size_mismatch_at_call_time() {
+    let out = gradlift(&["eval", DOT, "--at", "A=[1,2,3], B=[1,2]"]);
+    let first = failure(&out, "error: ");
+    assert!(
+        first.contains("dot") && first.contains('3') && first.contains('2'),
+        "{first}"
+    );
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+}
+
+#[test]
+fn ragged_matrix() {
+    let path = temp_file("rows.grad", "def f(M: [[R; d]; m]) -> R = len(M)\n");
+    let out = gradlift(&["eval", text(&path), "--at", "M=[[1,2],[3]]"]);
+    let first = failure(&out, "error: ");
+    assert!(first.contains("M[1]"), "{first}");
+}
+
+#[test]
+fn index_out_of_bounds_at_run_time() {
+    let path = temp_file("index.grad", "def f(A: [R; n]) -> R =\n  A[2] + 1\n");
+    let out = gradlift(&["eval", text(&path), "--at", "A=[1,2]"]);
+    let first = failure(&out, &format!("{}:2:3: error: ", text(&path)));
+    assert!(first.contains("out of bounds"), "{first}");
+    caret_under(&out, "  A[2] + 1", "A[2]");
+}
+
+#[test]
+fn huge_size_at_run_time() {
+    let path = temp_file("huge.grad", "def f(s: size) -> R = len(iota(s))\n");
+    let out = gradlift(&["eval", text(&path), "--at", "s=1000000000000"]);
+    let first = failure(&out, &format!("{}:1:27: error: ", text(&path)));
+    assert!(first.contains("iota"), "{first}");
+}
+
+#[test]
+fn size_arithmetic_that_overflows() {
+    let path = temp_file(
+        "overflow.grad",
+        "def f(s: size, A: [R; 5*s]) -> R = len(A)\n",
+    );
+    let out = gradlift(&["eval", text(&path), "--at", "s=2000000000000000000, A=[]"]);
+    let first = failure(&out, "error: ");
+    assert!(first.contains("5*s"), "{first}");
+}
+
+#[test]
+fn missing_parameter_in_at() {
+    let out = gradlift(&["eval", DOT, "--at", "A=[1,2,3]"]);
+    let first = failure(&out, "error: ");
+    assert!(first.contains("`B"), "{first}");
+}
+
+#[test]
+fn unknown_parameter_in_at() {
+    let out = gradlift(&["eval", DOT, "--at", "A=[1], B=[2], C=3"]);
+    let first = failure(&out, "--at:1:15: error: ");
+    assert!(first.contains("`C`"), "{first}");
+    caret_under(&out, "A=[1], B=[2], C=3", "C=3");
+}
+
+#[test]
+fn repeated_parameter_in_at() {
+    let out = gradlift(&["eval", DOT, "--at", "A=[1], B=[2], A=[3]"]);
+    let first = failure(&out, "--at:1:15: error: ");
+    assert!(first.contains("`A`"), "{first}");
+    caret_under(&out, "A=[1], B=[2], A=[3]", "A=[3]");
+}
+
+#[test]
+fn malformed_at_value() {
+    let out = gradlift(&["eval", DOT, "--at", "A=[1,2"]);
+    let first = failure(&out, "--at:1:7: error: ");
+    assert!(first.contains("end of input"), "{first}");
+    let err = stderr(&out);
+    assert!(err.contains("1 | A=[1,2"), "{err}");
+    let caret = err.lines().last().unwrap();
+    assert_eq!(caret.find('^'), Some("1 | A=[1,2".len()), "{err}");
+}
+
+#[test]
+fn malformed_at_number() {
+    let out = gradlift(&["eval", DOT, "--at", "A=[1, x], B=[1, 2]"]);
+    let first = failure(&out, "--at:1:7: error: ");
+    assert!(first.contains("`x`"), "{first}");
+    caret_under(&out, "A=[1, x], B=[1, 2]", "x]");
+}
+
+#[test]
+fn at_value_of_the_wrong_shape() {
+    let out = gradlift(&["eval", DOT, "--at", "A=5, B=[1]"]);
+    let first = failure(&out, "--at:1:3: error: ");
+    assert!(first.contains("`A`") && first.contains("[R; n]"), "{first}");
+    caret_under(&out, "A=5, B=[1]", "5");
+}
+
+#[test]
+fn size_parameter_that_is_not_whole() {
+    let out = gradlift(&["eval", ODE, "--at", "x=[1,2], s=2.5"]);
+    let first = failure(&out, "--at:1:12: error: ");
+    assert!(first.contains("`s`"), "{first}");
+    caret_under(&out, "x=[1,2], s=2.5", "2.5");
+}
+
+#[test]
+fn non_json_at_file() {
+    let path = temp_file("bad.json", "{\"A\": [1, 2, 3], \"B\": [4, 5,\n");
+    let at = format!("@{}", text(&path));
+    let out = gradlift(&["eval", DOT, "--at", &at]);
+    let first = failure(&out, "error: ");
+    assert!(
+        first.contains(text(&path)) && first.contains("JSON"),
+        "{first}"
+    );
+}
+
+#[test]
+fn json_at_file_of_the_wrong_shape() {
+    let path = temp_file("shape.json", "{\"A\": [1, 2, 3], \"B\": \"four\"}");
+    let at = format!("@{}", text(&path));
+    let out = gradlift(&["eval", DOT, "--at", &at]);
+    let first = failure(&out, "error: ");
+    assert!(first.contains("`B`"), "{first}");
+    let path = temp_file("array.json", "[1, 2, 3]");
+    let at = format!("@{}", text(&path));
+    let out = gradlift(&["eval", DOT, "--at", &at]);
+    let first = failure(&out, "error: ");
+    assert!(first.contains("object"), "{first}");
+}
+
+#[test]
+fn missing_file() {
+    let path = missing_path("missing.grad");
+    let out = gradlift(&["eval", text(&path), "--at", "x=1"]);
+    let first = failure(&out, "error: ");
+    assert!(first.contains(text(&path)), "{first}");
+}
+
+#[test]
+fn missing_at_file() {
+    let path = missing_path("missing.json");
+    let at = format!("@{}", text(&path));
+    let out = gradlift(&["eval", DOT, "--at", &at]);
+    let first = failure(&out, "error: ");
+    assert!(first.contains(text(&path)), "{first}");
+}
+
+// ---- good input ----
+
+#[test]
+fn eval_dot_json() {
+    let out = gradlift(&["eval", DOT, "--at", "A=[1,2,3], B=[4,5,6]", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "{\"value\":32.0}\n");
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+}
+
+#[test]
+fn eval_dot_plain() {
+    let out = gradlift(&["eval", DOT, "--at", "A=[1,2,3], B=[4,5,6]"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "32.0\n");
+    // Arguments in any order, whitespace free, empty arrays.
+    let out = gradlift(&["eval", DOT, "--fn", "dot", "--at", " B = [ ] ,A=[]"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "0.0\n");
+}
+
+#[test]
+fn eval_ode() {
+    let out = gradlift(&["eval", ODE, "--at", "x=[1,2,3,4], s=10", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON output");
+    let value: Vec<f64> = json["value"]
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|v| v.as_f64().expect("a number"))
+        .collect();
+    // y' = f(x, y) from y(0) = 0 to t = 2 has y_i(t) = x_0 ⋯ x_i · t^(i+1)/(i+1)!,
+    // a polynomial of degree ≤ 4, which RK4 integrates exactly:
+    // [1·2, 1·2·4/2, 1·2·3·8/6, 1·2·3·4·16/24].
+    let want = [2.0, 4.0, 8.0, 16.0];
+    assert_eq!(value.len(), want.len(), "{value:?}");
+    for (got, want) in value.iter().zip(want) {
+        assert!((got - want).abs() < 1e-12, "{value:?}");
+    }
+    // The named function, and plain output.
+    let out = gradlift(&["eval", ODE, "--fn", "primal", "--at", "s=1, x=[0.5]"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "[1.0]\n");
+}
+
+#[test]
+fn eval_tuples_and_non_finite_values() {
+    let path = temp_file(
+        "tuple.grad",
+        "def f(p: (R, [R; n]), x: R) = (p.1, p.0 / x, -p.0 / x, x - x)\n",
+    );
+    let out = gradlift(&["eval", text(&path), "--at", "p=(1, [2, 3]), x=0"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "([2.0, 3.0], inf, -inf, 0.0)\n");
+    let out = gradlift(&["eval", text(&path), "--at", "p=(1, [2]), x=inf", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "{\"value\":[[2.0],0.0,-0.0,\"nan\"]}\n");
+}
+
+#[test]
+fn eval_help_mentions_an_example() {
+    let out = gradlift(&["eval", "--help"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let help = stdout(&out);
+    assert!(
+        help.contains("gradlift eval examples/dot.grad --at"),
+        "{help}"
+    );
+    assert!(help.contains("--at"), "{help}");
+}
+
+#[test]
+fn at_json_file() {
+    let path = temp_file("args.json", "{\"B\": [4, 5, 6], \"A\": [1, 2, 3]}");
+    let at = format!("@{}", text(&path));
+    let out = gradlift(&["eval", DOT, "--at", &at, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "{\"value\":32.0}\n");
+    // Tuples as JSON arrays, non-finite numbers as strings.
+    let prog = temp_file(
+        "max.grad",
+        "def f(p: (R, R), A: [R; n]) = reduce max p.0 A + p.1\n",
+    );
+    let path = temp_file("inf.json", "{\"p\": [\"-inf\", 1], \"A\": [3, 7, 5]}");
+    let at = format!("@{}", text(&path));
+    let out = gradlift(&["eval", text(&prog), "--at", &at]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "8.0\n");
+}
