@@ -326,12 +326,33 @@ impl Builtin {
 }
 
 /// An expression.
-#[derive(Clone, Debug)]
 pub struct Expr {
     /// What it is.
     pub kind: ExprKind,
     /// Where it was written.
     pub span: Span,
+}
+
+// Clone, Debug and Drop recurse through `deep::guard`, so they are safe on
+// terms of any depth.
+impl Clone for Expr {
+    fn clone(&self) -> Expr {
+        crate::deep::guard(|| Expr {
+            kind: self.kind.clone(),
+            span: self.span,
+        })
+    }
+}
+
+impl fmt::Debug for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::deep::guard(|| {
+            f.debug_struct("Expr")
+                .field("kind", &self.kind)
+                .field("span", &self.span)
+                .finish()
+        })
+    }
 }
 
 /// The forms of [`Expr`].

@@ -37,6 +37,9 @@ fn run_on_8mib_thread(f: impl FnOnce() + Send + 'static) {
 
 fn through_every_stage(text: String, x: f64, expected: f64) {
     let module = parse_module(&text).expect("parses");
+    let copy = module.clone();
+    assert!(format!("{copy:?}").len() > text.len());
+    drop(copy);
     let printed = module.to_string();
     let reparsed = parse_module(&printed).expect("printed text parses");
     assert!(reparsed.same(&module));
