@@ -4,7 +4,7 @@
 //! `cargo bench --bench front_end`; medians are in
 //! `target/criterion/<group>/<n>/new/estimates.json`.
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
 use gradlift_lang::{check_module, interp, parse_module, Value};
 use std::hint::black_box;
 
@@ -28,7 +28,11 @@ fn front_end(c: &mut Criterion) {
             b.iter(|| parse_module(black_box(t)).expect("parses"))
         });
         g.bench_with_input(BenchmarkId::new("check", n), &module, |b, m| {
-            b.iter(|| check_module(black_box(m.clone())).expect("type-checks"))
+            b.iter_batched(
+                || m.clone(),
+                |m| check_module(black_box(m)).expect("type-checks"),
+                BatchSize::LargeInput,
+            )
         });
         g.bench_with_input(BenchmarkId::new("print", n), &module, |b, m| {
             b.iter(|| black_box(m).to_string())
