@@ -519,6 +519,24 @@ impl Interpreter<'_> {
                 self.allocate(xs.len() + ys.len(), span)?;
                 Ok(Value::Array(xs.iter().chain(ys.iter()).cloned().collect()))
             }
+            Builtin::Take | Builtin::Drop => {
+                let what = format!("`{}`", b.name());
+                let k = size(real(&vs[0], &what, span)?, usize::MAX, &what, span)?;
+                let xs = array(&vs[1], &what, span)?;
+                if k > xs.len() {
+                    return at(
+                        format!("{what}: {k} elements of an array of length {}", xs.len()),
+                        span,
+                    );
+                }
+                let kept = if b == Builtin::Take {
+                    &xs[..k]
+                } else {
+                    &xs[k..]
+                };
+                self.allocate(kept.len(), span)?;
+                Ok(Value::Array(kept.into()))
+            }
             Builtin::Shift1L | Builtin::Shift1R => {
                 let xs = array(&vs[0], b.name(), span)?;
                 if xs.is_empty() {

@@ -69,6 +69,8 @@ pub const KEYWORDS: &[&str] = &[
     "iota",
     "replicate",
     "concat",
+    "take",
+    "drop",
     "len",
     "size",
     "R",

@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod args;
+pub mod build;
 pub mod deep;
 pub mod interp;
 pub mod lexer;

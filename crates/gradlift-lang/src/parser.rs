@@ -573,7 +573,7 @@ impl Parser {
                 !is_keyword(s)
                     || matches!(
                         s.as_str(),
-                        "inf" | "nan" | "len" | "iota" | "replicate" | "concat"
+                        "inf" | "nan" | "len" | "iota" | "replicate" | "concat" | "take" | "drop"
                     )
             }
             _ => false,
@@ -683,6 +683,8 @@ impl Parser {
             "iota" => Some(Builtin::Iota),
             "replicate" => Some(Builtin::Replicate),
             "concat" => Some(Builtin::Concat),
+            "take" => Some(Builtin::Take),
+            "drop" => Some(Builtin::Drop),
             _ => None,
         };
         if let Some(b) = builtin {

@@ -7,6 +7,7 @@
 //! lowering, cost class) as further methods matching on the same enum, so a
 //! new primitive is one variant and one row in each table.
 
+use crate::syntax::Expr;
 use std::fmt;
 
 /// A scalar primitive.
@@ -250,6 +251,72 @@ impl Prim {
             Prim::Eq => a == b,
             Prim::Ne => a != b,
             _ => panic!("eval_compare: {self:?} is not a comparison"),
+        }
+    }
+}
+
+impl Prim {
+    /// The partial derivatives `∂ᵢ p(args)` of a real primitive, as terms
+    /// over `args` and `result` (the primal value, reused where the
+    /// derivative is a function of it: `exp`, `sqrt`, `tanh`, `tan`, `/`).
+    ///
+    /// Non-smooth primitives differentiate as the branch taken, a tie
+    /// following the first argument (Appendix A.4): `abs'(0) = 1`,
+    /// `∂₁min(a, a) = 1`, `∂₂min(a, a) = 0`. `sign` has derivative 0 (a
+    /// structural zero). `∂₂pow(0, b)` is 0, as in JAX, rather than the
+    /// `0 · log 0 = nan` of the formula.
+    ///
+    /// # Panics
+    ///
+    /// On a comparison or logical primitive (they are not differentiated).
+    pub fn partials(self, args: &[Expr], result: &Expr) -> Vec<Expr> {
+        use crate::build::*;
+        let a = || args[0].clone();
+        let b = || args[1].clone();
+        let r = || result.clone();
+        let one = || real(1.0);
+        let div = |x: Expr, y: Expr| prim(Prim::Div, vec![x, y]);
+        let lt = |x: Expr, y: Expr| prim(Prim::Lt, vec![x, y]);
+        let step = |c: Expr, t: f64, f: f64| cond(c, real(t), real(f));
+        match self {
+            Prim::Add => vec![one(), one()],
+            Prim::Sub => vec![one(), real(-1.0)],
+            Prim::Mul => vec![b(), a()],
+            Prim::Div => vec![div(one(), b()), neg(div(r(), b()))],
+            Prim::Neg => vec![real(-1.0)],
+            Prim::Sin => vec![prim(Prim::Cos, vec![a()])],
+            Prim::Cos => vec![neg(prim(Prim::Sin, vec![a()]))],
+            Prim::Tan => vec![add(one(), mul(r(), r()))],
+            Prim::Exp => vec![r()],
+            Prim::Log => vec![div(one(), a())],
+            Prim::Sqrt => vec![div(real(0.5), r())],
+            Prim::Tanh => vec![prim(Prim::Sub, vec![one(), mul(r(), r())])],
+            Prim::Abs => vec![step(lt(a(), real(0.0)), -1.0, 1.0)],
+            Prim::Sign => vec![Expr::structural_zero()],
+            Prim::Pow => vec![
+                mul(
+                    b(),
+                    prim(Prim::Pow, vec![a(), prim(Prim::Sub, vec![b(), one()])]),
+                ),
+                cond(
+                    prim(Prim::Eq, vec![a(), real(0.0)]),
+                    real(0.0),
+                    mul(r(), prim(Prim::Log, vec![a()])),
+                ),
+            ],
+            Prim::Min => vec![step(lt(b(), a()), 0.0, 1.0), step(lt(b(), a()), 1.0, 0.0)],
+            Prim::Max => vec![step(lt(a(), b()), 0.0, 1.0), step(lt(a(), b()), 1.0, 0.0)],
+            Prim::Lt
+            | Prim::Le
+            | Prim::Gt
+            | Prim::Ge
+            | Prim::Eq
+            | Prim::Ne
+            | Prim::And
+            | Prim::Or
+            | Prim::Not => {
+                panic!("partials: {self:?} is not a real primitive")
+            }
         }
     }
 }

@@ -26,6 +26,20 @@ impl Span {
     /// (terms built by a pass rather than parsed).
     pub const DUMMY: Span = Span { start: 0, end: 0 };
 
+    /// The span that marks a constant `0` as a *structural* zero: the 0_G of
+    /// Figure 4 that differentiation builds for an adjoint nothing flows
+    /// into. Simplification may drop a structural zero (`0 * e ⇝ 0`); it may
+    /// not do so for a zero the user wrote, since `0 * inf` is `nan`.
+    pub const STRUCTURAL: Span = Span {
+        start: u32::MAX,
+        end: u32::MAX,
+    };
+
+    /// Whether this is [`Span::STRUCTURAL`].
+    pub fn is_structural(self) -> bool {
+        self == Span::STRUCTURAL
+    }
+
     /// The smallest span covering both.
     pub fn to(self, other: Span) -> Span {
         Span {

@@ -291,6 +291,10 @@ pub enum Builtin {
     Replicate,
     /// `concat(A, B)`.
     Concat,
+    /// `take(k, A)`: the first `k` elements (`k` a size, at most `len(A)`).
+    Take,
+    /// `drop(k, A)`: all but the first `k` elements.
+    Drop,
     /// `shift1L A`: drop the first element.
     Shift1L,
     /// `shift1R A`: drop the last element.
@@ -305,6 +309,8 @@ impl Builtin {
             Builtin::Iota => "iota",
             Builtin::Replicate => "replicate",
             Builtin::Concat => "concat",
+            Builtin::Take => "take",
+            Builtin::Drop => "drop",
             Builtin::Shift1L => "shift1L",
             Builtin::Shift1R => "shift1R",
         }
@@ -313,7 +319,7 @@ impl Builtin {
     /// Number of arguments.
     pub fn arity(self) -> usize {
         match self {
-            Builtin::Replicate | Builtin::Concat => 2,
+            Builtin::Replicate | Builtin::Concat | Builtin::Take | Builtin::Drop => 2,
             _ => 1,
         }
     }
@@ -411,6 +417,19 @@ impl Expr {
         }
     }
 
+    /// A structural zero (see [`Span::STRUCTURAL`]).
+    pub fn structural_zero() -> Expr {
+        Expr {
+            kind: ExprKind::Const(0.0),
+            span: Span::STRUCTURAL,
+        }
+    }
+
+    /// Whether this is a structural zero.
+    pub fn is_structural_zero(&self) -> bool {
+        self.span.is_structural() && matches!(self.kind, ExprKind::Const(c) if c == 0.0)
+    }
+
     /// The children, left to right.
     pub fn children(&self) -> Vec<&Expr> {
         match &self.kind {
@@ -426,6 +445,46 @@ impl Expr {
             ExprKind::Apply(f, args) | ExprKind::ArrayOp(_, f, args) => {
                 std::iter::once(&**f).chain(args.iter()).collect()
             }
+        }
+    }
+
+    /// A copy of this node whose children are `f` of the children (the
+    /// children themselves are not copied first). Binders are kept.
+    pub fn map_children(&self, f: &mut dyn FnMut(&Expr) -> Expr) -> Expr {
+        let mut all = |xs: &[Expr]| xs.iter().map(&mut *f).collect::<Vec<_>>();
+        let kind = match &self.kind {
+            ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::PrimFn(_) => self.kind.clone(),
+            ExprKind::Prim(p, xs) => ExprKind::Prim(*p, all(xs)),
+            ExprKind::Tuple(xs) => ExprKind::Tuple(all(xs)),
+            ExprKind::ArrayLit(xs) => ExprKind::ArrayLit(all(xs)),
+            ExprKind::Builtin(b, xs) => ExprKind::Builtin(*b, all(xs)),
+            ExprKind::Let {
+                pat,
+                ty,
+                value,
+                body,
+            } => ExprKind::Let {
+                pat: pat.clone(),
+                ty: ty.clone(),
+                value: Box::new(f(value)),
+                body: Box::new(f(body)),
+            },
+            ExprKind::Proj(x, k) => ExprKind::Proj(Box::new(f(x)), *k),
+            ExprKind::Index(x, k) => ExprKind::Index(Box::new(f(x)), *k),
+            ExprKind::If(c, t, e) => ExprKind::If(Box::new(f(c)), Box::new(f(t)), Box::new(f(e))),
+            ExprKind::Lambda(ps, body) => ExprKind::Lambda(ps.clone(), Arc::new(f(body))),
+            ExprKind::Apply(g, xs) => {
+                let g = f(g);
+                ExprKind::Apply(Box::new(g), xs.iter().map(&mut *f).collect())
+            }
+            ExprKind::ArrayOp(op, g, xs) => {
+                let g = f(g);
+                ExprKind::ArrayOp(*op, Box::new(g), xs.iter().map(&mut *f).collect())
+            }
+        };
+        Expr {
+            kind,
+            span: self.span,
         }
     }
 

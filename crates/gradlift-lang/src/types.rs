@@ -104,7 +104,15 @@ pub struct CheckedModule {
     pub module: Module,
     /// One signature per definition, in the same order.
     pub sigs: Vec<Signature>,
+    /// Per definition, the size instantiation of each call of an earlier
+    /// definition in its body, keyed by the span of the call (or of the
+    /// definition's name where it is passed as a function): the callee's
+    /// size variables in terms of the caller's sizes. Inlining uses it.
+    pub calls: Vec<HashMap<Span, Instantiation>>,
 }
+
+/// The callee's size variables, each with the caller's size it stands for.
+pub type Instantiation = Vec<(Name, Size)>;
 
 impl CheckedModule {
     /// Index of the definition called `name`.
@@ -116,18 +124,79 @@ impl CheckedModule {
 /// Type-checks every definition of `module`.
 pub fn check_module(module: Module) -> TResult<CheckedModule> {
     let mut sigs: Vec<Signature> = Vec::new();
+    let mut calls = Vec::new();
     let mut seen: HashMap<Name, Span> = HashMap::new();
     for def in &module.defs {
-        if let Some(first) = seen.get(&def.name) {
-            let (_, _) = (first, ());
+        if seen.contains_key(&def.name) {
             return invalid(format!("`{}` is defined twice", def.name), def.name_span);
         }
         let (earlier, later) = module.defs.split_at(sigs.len());
-        let sig = check_def(earlier, later, &sigs, def)?;
+        let (sig, def_calls) = check_def(earlier, later, &sigs, def)?;
         seen.insert(def.name.clone(), def.name_span);
         sigs.push(sig);
+        calls.push(def_calls);
     }
-    Ok(CheckedModule { module, sigs })
+    Ok(CheckedModule {
+        module,
+        sigs,
+        calls,
+    })
+}
+
+/// An incremental type checker for single terms, for passes that need the
+/// types of the subterms they build: variables are pushed and popped as the
+/// pass enters and leaves their scope.
+pub struct Typer {
+    checker: Checker<'static>,
+}
+
+impl Typer {
+    /// A typer with the given size variables in scope (as reals).
+    pub fn new(size_vars: &[Name]) -> Typer {
+        let mut checker = Checker {
+            defs: &[],
+            later: &[],
+            sigs: &[],
+            vars: Scope::new(),
+            size_vars: size_vars.iter().cloned().collect(),
+            calls: HashMap::new(),
+        };
+        for n in size_vars {
+            checker.vars.push(
+                n.clone(),
+                VarInfo {
+                    ty: Type::Real,
+                    is_size: true,
+                },
+            );
+        }
+        Typer { checker }
+    }
+
+    /// Binds `name` to a value of type `ty`.
+    pub fn push(&mut self, name: Name, ty: Type) {
+        self.checker.vars.push(name, VarInfo { ty, is_size: false });
+    }
+
+    /// A mark for [`Typer::pop_to`].
+    pub fn mark(&self) -> usize {
+        self.checker.vars.mark()
+    }
+
+    /// Unbinds everything pushed since `mark`.
+    pub fn pop_to(&mut self, mark: usize) {
+        self.checker.vars.pop_to(mark)
+    }
+
+    /// The type of `e` in the current scope.
+    pub fn infer(&mut self, e: &Expr) -> TResult<Type> {
+        self.checker.infer(e)
+    }
+
+    /// The type of the variable `name`, if bound.
+    pub fn lookup(&self, name: &str) -> Option<&Type> {
+        self.checker.vars.get(name).map(|i| &i.ty)
+    }
 }
 
 /// Type-checks one expression in a context of typed variables and size
@@ -140,6 +209,7 @@ pub fn check_expr(vars: &[(Name, Type)], size_vars: &[Name], e: &Expr) -> TResul
         sigs: &[],
         vars: Scope::new(),
         size_vars: size_vars.iter().cloned().collect(),
+        calls: HashMap::new(),
     };
     for n in size_vars {
         c.vars.push(
@@ -248,7 +318,12 @@ fn size_vars_of(t: &Type, out: &mut Vec<Name>) {
 
 /// Checks `def`, which may call the definitions `defs` (with signatures
 /// `sigs`); `later` is `def` and the definitions after it, named in errors.
-fn check_def(defs: &[Def], later: &[Def], sigs: &[Signature], def: &Def) -> TResult<Signature> {
+fn check_def(
+    defs: &[Def],
+    later: &[Def],
+    sigs: &[Signature],
+    def: &Def,
+) -> TResult<(Signature, HashMap<Span, Instantiation>)> {
     let mut size_vars = Vec::new();
     for p in &def.params {
         match &p.ty {
@@ -266,6 +341,7 @@ fn check_def(defs: &[Def], later: &[Def], sigs: &[Signature], def: &Def) -> TRes
         sigs,
         vars: Scope::new(),
         size_vars: size_vars.iter().cloned().collect(),
+        calls: HashMap::new(),
     };
     let mut names: HashMap<&str, Span> = HashMap::new();
     for p in &def.params {
@@ -349,7 +425,7 @@ fn check_def(defs: &[Def], later: &[Def], sigs: &[Signature], def: &Def) -> TRes
             def.body.span,
         );
     }
-    Ok(Signature {
+    let sig = Signature {
         params: def
             .params
             .iter()
@@ -357,7 +433,8 @@ fn check_def(defs: &[Def], later: &[Def], sigs: &[Signature], def: &Def) -> TRes
             .collect(),
         ret,
         size_vars,
-    })
+    };
+    Ok((sig, c.calls))
 }
 
 #[derive(Clone, Debug)]
@@ -373,6 +450,8 @@ struct Checker<'a> {
     sigs: &'a [Signature],
     vars: Scope<VarInfo>,
     size_vars: BTreeSet<Name>,
+    /// Size instantiations of the calls checked so far, by span.
+    calls: HashMap<Span, Instantiation>,
 }
 
 impl Checker<'_> {
@@ -860,6 +939,9 @@ impl Checker<'_> {
                 span,
             );
         }
+        let mut inst: Instantiation = subst.into_iter().collect();
+        inst.sort();
+        self.calls.insert(span, inst);
         Ok(ret)
     }
 
@@ -943,6 +1025,18 @@ impl Checker<'_> {
                     );
                 }
                 Ok(Type::array(t1, n1.plus(&n2)))
+            }
+            Builtin::Take | Builtin::Drop => {
+                let k = self.size_of(&args[0], &format!("`{}`", b.name()))?;
+                let (t, n) = self.array(&args[1], &format!("`{}`", b.name()))?;
+                Ok(Type::array(
+                    t,
+                    if b == Builtin::Take {
+                        k
+                    } else {
+                        n.add_scaled(&k, -1)
+                    },
+                ))
             }
             Builtin::Shift1L | Builtin::Shift1R => {
                 let (t, n) = self.array(&args[0], &format!("`{}`", b.name()))?;

@@ -1248,3 +1248,14 @@ fn the_interpreter_bounds_total_allocation() {
     let e = interp::call_with_limits(&m, 0, &[r(200.0)], limits).unwrap_err();
     assert_mentions(&e.to_string(), &["limit"]);
 }
+
+#[test]
+fn take_and_drop() {
+    check_value("take(2, [1, 2, 3])", reals(&[1.0, 2.0]));
+    check_value("drop(2, [1, 2, 3])", reals(&[3.0]));
+    check_value("drop(3, [1, 2, 3])", reals(&[]));
+    let m = checked("def f(A: [R; n], k: size) -> [R; k] = take(k, A)");
+    let e = interp::call(&m, 0, &[reals(&[1.0, 2.0]), r(3.0)]).unwrap_err();
+    assert_mentions(&e.to_string(), &["take", "3", "2"]);
+    assert_mentions(&front_error("def f(A: [R; n]) = take(1.5, A)"), &["size"]);
+}

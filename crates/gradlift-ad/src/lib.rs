@@ -1,0 +1,11 @@
+//! Differentiation of gradlift programs: the purely functional reverse mode
+//! of Huot & Shaikhha, by the UNF route and the direct route, followed by
+//! partial evaluation and the simplifications of Figure 12.
+#![warn(missing_docs)]
+
+pub mod adjoint;
+pub mod direct;
+pub mod inline;
+pub mod names;
+mod rules;
+pub mod simplify;

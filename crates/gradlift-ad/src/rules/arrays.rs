@@ -1,0 +1,123 @@
+//! Array constructs without a function argument.
+//!
+//! | forward | reverse, for the cotangent `Z` of the result |
+//! | --- | --- |
+//! | `r = [e₁, …, eₖ]` | `ēᵢ += Z[i]` |
+//! | `r = A[k]`, `A : [T; n]` | `Ā += map (i. if i == k then Z else 0_T) (iota(n))` (`k < 0` counts from the end) |
+//! | `r = replicate(n, e)` | `ē += reduce (+̂) 0 Z` |
+//! | `r = concat(A, B)` | `Ā += take(len(A), Z)`, `B̄ += drop(len(A), Z)` |
+//! | `r = take(k, A)` | `Ā += concat(Z, drop(k, ZerosLike(A)))` |
+//! | `r = drop(k, A)` | `Ā += concat(take(k, ZerosLike(A)), Z)` |
+//! | `r = shift1L A` | `Ā += if len(A) == 0 then ZerosLike(A) else concat([0_T], Z)` |
+//! | `r = shift1R A` | `Ā += if len(A) == 0 then ZerosLike(A) else concat(Z, [0_T])` |
+//!
+//! The shifts leave an empty array empty (Figure 3), so their reverse
+//! checks for it: `concat([0], Z)` would have length 1 there.
+
+use crate::adjoint::{zeros, Adj};
+use crate::direct::{Arg, Deriver, Sweep};
+use gradlift_lang::build::*;
+use gradlift_lang::syntax::*;
+use gradlift_lang::Prim;
+
+impl Deriver {
+    pub(crate) fn index_backward(
+        &mut self,
+        sw: &mut Sweep,
+        (of, of_ty): Arg,
+        k: i64,
+        ty: &Type,
+        z: Adj,
+    ) {
+        let Type::Array(elem, n) = &of_ty else {
+            unreachable!("indexing an array")
+        };
+        let z = self.atomize_val(sw, ty, z);
+        let position = if k >= 0 {
+            real(k as f64)
+        } else {
+            add(builtin(Builtin::Len, vec![of.clone()]), real(k as f64))
+        };
+        let i = self.names.fresh("i");
+        let pick = cond(prim(Prim::Eq, vec![var(&i), position]), z, zeros(elem));
+        let one_hot = array_op(
+            ArrayOp::Map,
+            lambda(vec![pvar(&i)], pick),
+            vec![builtin(Builtin::Iota, vec![size(n)])],
+        );
+        self.add(sw, &of, &of_ty, Adj::Val(one_hot));
+    }
+
+    /// The cotangent as an atom.
+    fn atomize_val(&mut self, sw: &mut Sweep, ty: &Type, z: Adj) -> Expr {
+        let e = z.into_expr(ty);
+        self.bind(&mut sw.rev, "z", e)
+    }
+
+    pub(crate) fn builtin_backward(
+        &mut self,
+        sw: &mut Sweep,
+        b: Builtin,
+        args: Vec<Arg>,
+        ty: &Type,
+        z: Adj,
+    ) {
+        let z = self.atomize_val(sw, ty, z);
+        let Type::Array(elem, _) = ty else {
+            unreachable!("these built-ins return arrays")
+        };
+        match b {
+            Builtin::Replicate => {
+                let (e, t) = &args[1];
+                let total = crate::adjoint::sum(t, z, &mut self.names);
+                self.add(sw, e, t, Adj::Val(total));
+            }
+            Builtin::Concat => {
+                let (a, at) = args[0].clone();
+                let (bb, bt) = args[1].clone();
+                let n = builtin(Builtin::Len, vec![a.clone()]);
+                self.add(
+                    sw,
+                    &a,
+                    &at,
+                    Adj::Val(builtin(Builtin::Take, vec![n.clone(), z.clone()])),
+                );
+                self.add(sw, &bb, &bt, Adj::Val(builtin(Builtin::Drop, vec![n, z])));
+            }
+            Builtin::Take | Builtin::Drop => {
+                let k = args[0].0.clone();
+                let (a, at) = args[1].clone();
+                let none = crate::adjoint::zeros_like(&at, &a, &mut self.names);
+                let adj = if b == Builtin::Take {
+                    builtin(
+                        Builtin::Concat,
+                        vec![z, builtin(Builtin::Drop, vec![k, none])],
+                    )
+                } else {
+                    builtin(
+                        Builtin::Concat,
+                        vec![builtin(Builtin::Take, vec![k, none]), z],
+                    )
+                };
+                self.add(sw, &a, &at, Adj::Val(adj));
+            }
+            Builtin::Shift1L | Builtin::Shift1R => {
+                let (a, at) = args[0].clone();
+                let pad = Expr::synth(ExprKind::ArrayLit(vec![zeros(elem)]));
+                let parts = if b == Builtin::Shift1L {
+                    vec![pad, z]
+                } else {
+                    vec![z, pad]
+                };
+                let empty = prim(
+                    Prim::Eq,
+                    vec![builtin(Builtin::Len, vec![a.clone()]), real(0.0)],
+                );
+                let none = crate::adjoint::zeros_like(&at, &a, &mut self.names);
+                let adj = cond(empty, none, builtin(Builtin::Concat, parts));
+                self.add(sw, &a, &at, Adj::Val(adj));
+            }
+            Builtin::Len | Builtin::Iota => {}
+        }
+    }
+}

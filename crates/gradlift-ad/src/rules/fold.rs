@@ -1,0 +1,246 @@
+//! `reduce` and `foldl` (Figure 5 for known monoids with E5's fix at n = 0;
+//! Appendix A.3, Figure 16, with the free-variable term of the corrected
+//! Figure 13, for every other fold).
+//!
+//! Forward: `r = foldl (x, y. e) v A`; the forward pass keeps the states
+//! `S = scanl (x, y. e) v A` (`S₀ = v`, `Sᵢ = e(Sᵢ₋₁, Aᵢ)`) and takes
+//! `r = S[-1]`. A `reduce` is a left fold, so it is differentiated the same
+//! way unless `(F, z)` is a known monoid.
+//!
+//! Known monoids, for the cotangent `z` of `r`:
+//! - `(+, 0)`: `Ā += map (x. z) A` (OnesLike(A) · z).
+//! - `(*, 1)`: `Ā += z · map2 (*) (shift1L (scanr (*) 1 A)) (shift1R (scanl (*) 1 A))`,
+//!   the product of all other elements without a division (exact with zeros).
+//!
+//! Scalar accumulator and elements (Figure 16; Figure 13 corrected):
+//!
+//! ```text
+//! A₀ = shift1R S                         -- [S₀ … Sₙ₋₁]
+//! P  = map2 (x, y. ∇_{Γ',x,y} e) A₀ A    -- per step (∂Γ', ∂x, ∂y)
+//! A₁ = map (.x) P,  A₂ = map (.y) P
+//! S₃ = scanr (*) 1 A₁,  A₃ = shift1L S₃  -- A₃[i] = ∏_{j>i} A₁[j]
+//! Ā  += map2 (u, w. u * w * z) A₂ A₃
+//! v̄  += S₃[0] * z                        -- ∏ A₁ · z
+//! Γ̄' += z ·̂ reduce (+̂) 0 (map2 (c, p. c ·̂ p.Γ') A₃ P)
+//! ```
+//!
+//! Other accumulators (tuples, arrays): the suffix products of Jacobians
+//! (Figure 17's ×̃) become a right scan of vector–Jacobian products, which
+//! gives the same cotangents without forming Jacobians:
+//!
+//! ```text
+//! X = zip A₀ A
+//! G = scanr (g, (x, y). ∇ₓ e · g) z X    -- G[i] = cotangent of Sᵢ, G[n] = z
+//! Q = map2 ((x, y), g. ∇_{Γ',x,y} e · g) X (shift1L G)
+//! Ā += map (.y) Q,  v̄ += G[0],  Γ̄' += reduce (+̂) 0 (map (.Γ') Q)
+//! ```
+
+use crate::adjoint::{scale, Adj};
+use crate::direct::{AdResult, Arg, Deriver, Sweep};
+use gradlift_lang::build::*;
+use gradlift_lang::syntax::*;
+use gradlift_lang::Prim;
+
+/// The known monoids with a fast path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Monoid {
+    Sum,
+    Product,
+}
+
+/// `(a, b. a + b)` with `0`, or `(a, b. a * b)` with `1` (either operand
+/// order).
+pub(crate) fn known_monoid(params: &[Name], body: &Expr, init: &Expr) -> Option<Monoid> {
+    let ExprKind::Prim(p, args) = &body.kind else {
+        return None;
+    };
+    let (ExprKind::Var(a), ExprKind::Var(b)) = (&args.first()?.kind, &args.get(1)?.kind) else {
+        return None;
+    };
+    let operands = (a == &params[0] && b == &params[1]) || (a == &params[1] && b == &params[0]);
+    let ExprKind::Const(unit) = init.kind else {
+        return None;
+    };
+    match p {
+        Prim::Add if operands && unit == 0.0 => Some(Monoid::Sum),
+        Prim::Mul if operands && unit == 1.0 => Some(Monoid::Product),
+        _ => None,
+    }
+}
+
+/// Whether the fold has a fast path (its states need not be kept).
+pub(crate) fn is_known_monoid(params: &[Name], body: &Expr, init: &Expr) -> bool {
+    known_monoid(params, body, init).is_some()
+}
+
+impl Deriver {
+    fn times(&mut self) -> Expr {
+        let (a, b) = (self.names.fresh("a"), self.names.fresh("b"));
+        lambda(vec![pvar(&a), pvar(&b)], mul(var(&a), var(&b)))
+    }
+
+    pub(crate) fn monoid_backward(
+        &mut self,
+        sw: &mut Sweep,
+        params: &[Name],
+        body: &Expr,
+        args: &[Arg],
+        z: Expr,
+    ) -> AdResult<()> {
+        let (a, a_ty) = &args[1];
+        let contribution = match known_monoid(params, body, &args[0].0).expect("fast path") {
+            Monoid::Sum => {
+                let x = self.names.fresh("x");
+                array_op(ArrayOp::Map, lambda(vec![pvar(&x)], z), vec![a.clone()])
+            }
+            Monoid::Product => {
+                let suffix = array_op(ArrayOp::Scanr, self.times(), vec![real(1.0), a.clone()]);
+                let prefix = array_op(ArrayOp::Scanl, self.times(), vec![real(1.0), a.clone()]);
+                let others = array_op(
+                    ArrayOp::Map2,
+                    self.times(),
+                    vec![
+                        builtin(Builtin::Shift1L, vec![suffix]),
+                        builtin(Builtin::Shift1R, vec![prefix]),
+                    ],
+                );
+                let g = self.names.fresh("g");
+                array_op(
+                    ArrayOp::Map,
+                    lambda(vec![pvar(&g)], mul(var(&g), z)),
+                    vec![others],
+                )
+            }
+        };
+        self.add(sw, a, a_ty, Adj::Val(contribution));
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn fold_backward(
+        &mut self,
+        sw: &mut Sweep,
+        params: &[Name],
+        body: &Expr,
+        args: &[Arg],
+        states: &Name,
+        acc_ty: &Type,
+        z: Expr,
+    ) -> AdResult<()> {
+        let (v, v_ty) = &args[0];
+        let (a, a_ty) = &args[1];
+        let Type::Array(elem_ty, _) = a_ty else {
+            unreachable!("a fold over an array")
+        };
+        let fv = self.free_slots(body, params);
+        let mut ctx = fv.clone();
+        ctx.push((params[0].clone(), acc_ty.clone()));
+        ctx.push((params[1].clone(), (**elem_ty).clone()));
+        let (kx, ky, len) = (fv.len(), fv.len() + 1, fv.len() + 2);
+        let a0 = self.bind(
+            &mut sw.rev,
+            "before",
+            builtin(Builtin::Shift1R, vec![var(states)]),
+        );
+
+        if *acc_ty == Type::Real && **elem_ty == Type::Real {
+            let g = self.gradient(&ctx, body, Adj::Val(real(1.0)))?;
+            let per_step = array_op(
+                ArrayOp::Map2,
+                lambda(params.iter().map(pvar).collect(), g),
+                vec![a0, a.clone()],
+            );
+            let p = self.bind(&mut sw.rev, "partials", per_step);
+            let pick = |d: &mut Deriver, k: usize| {
+                let g = d.names.fresh("g");
+                array_op(
+                    ArrayOp::Map,
+                    lambda(vec![pvar(&g)], Self::component(var(&g), k, len)),
+                    vec![p.clone()],
+                )
+            };
+            let a1 = pick(self, kx);
+            let a1 = self.bind(&mut sw.rev, "dstate", a1);
+            let a2 = pick(self, ky);
+            let a2 = self.bind(&mut sw.rev, "delem", a2);
+            let s3 = array_op(ArrayOp::Scanr, self.times(), vec![real(1.0), a1]);
+            let s3 = self.bind(&mut sw.rev, "suffix", s3);
+            let a3 = self.bind(
+                &mut sw.rev,
+                "after",
+                builtin(Builtin::Shift1L, vec![s3.clone()]),
+            );
+            let (u, w) = (self.names.fresh("u"), self.names.fresh("w"));
+            let elem_adj = array_op(
+                ArrayOp::Map2,
+                lambda(
+                    vec![pvar(&u), pvar(&w)],
+                    mul(mul(var(&u), var(&w)), z.clone()),
+                ),
+                vec![a2, a3.clone()],
+            );
+            self.add(sw, a, a_ty, Adj::Val(elem_adj));
+            self.add(sw, v, v_ty, Adj::Val(mul(index(s3, 0), z.clone())));
+            for (j, (n, t)) in fv.iter().enumerate() {
+                let (c, g) = (self.names.fresh("c"), self.names.fresh("g"));
+                let part = Self::component(var(&g), j, len);
+                let scaled = scale(t, var(&c), part, &mut self.names);
+                let terms = array_op(
+                    ArrayOp::Map2,
+                    lambda(vec![pvar(&c), pvar(&g)], scaled),
+                    vec![a3.clone(), p.clone()],
+                );
+                let total = crate::adjoint::sum(t, terms, &mut self.names);
+                let contribution = scale(t, z.clone(), total, &mut self.names);
+                self.add(sw, &var(n), t, Adj::Val(contribution));
+            }
+            return Ok(());
+        }
+
+        // Vector–Jacobian products along a right scan.
+        let (s, e) = (self.names.fresh("s"), self.names.fresh("e"));
+        let zipped = array_op(
+            ArrayOp::Map2,
+            lambda(vec![pvar(&s), pvar(&e)], tuple(vec![var(&s), var(&e)])),
+            vec![a0, a.clone()],
+        );
+        let x = self.bind(&mut sw.rev, "steps", zipped);
+        let step_pattern = ptuple(vec![pvar(&params[0]), pvar(&params[1])]);
+        let (g, q) = (self.names.fresh("g"), self.names.fresh("q"));
+        let grad_acc = self.gradient(&ctx, body, Adj::Val(var(&g)))?;
+        let back = lambda(
+            vec![pvar(&g), pvar(&q)],
+            let_in(
+                step_pattern.clone(),
+                var(&q),
+                Self::component(grad_acc, kx, len),
+            ),
+        );
+        let cot = self.bind(
+            &mut sw.rev,
+            "dstates",
+            array_op(ArrayOp::Scanr, back, vec![z, x.clone()]),
+        );
+        let (g2, q2) = (self.names.fresh("g"), self.names.fresh("q"));
+        let full = self.gradient(&ctx, body, Adj::Val(var(&g2)))?;
+        let per_step = array_op(
+            ArrayOp::Map2,
+            lambda(
+                vec![pvar(&q2), pvar(&g2)],
+                let_in(step_pattern, var(&q2), full),
+            ),
+            vec![x, builtin(Builtin::Shift1L, vec![cot.clone()])],
+        );
+        let qs = self.bind(&mut sw.rev, "vjps", per_step);
+        let t = self.names.fresh("t");
+        let elem_adj = array_op(
+            ArrayOp::Map,
+            lambda(vec![pvar(&t)], Self::component(var(&t), ky, len)),
+            vec![qs.clone()],
+        );
+        self.add(sw, a, a_ty, Adj::Val(elem_adj));
+        self.add(sw, v, v_ty, Adj::Val(index(cot, 0)));
+        self.add_free_sums(sw, &fv, &qs, 0, len);
+        Ok(())
+    }
+}

@@ -1,0 +1,81 @@
+//! Reverse rules of the array constructs, one module per construct, each
+//! giving the forward and reverse sweeps in mathematics first.
+//!
+//! A rule receives the step's atoms and the cotangent `Z` of its result and
+//! adds cotangents to the atoms through [`Deriver::add`]. Gradients of the
+//! bodies of array operations come from [`Deriver::gradient`], the same
+//! transform applied to the body (so nested operations work, §4 NAO).
+
+pub(crate) mod arrays;
+pub(crate) mod cond;
+pub(crate) mod fold;
+pub(crate) mod map;
+pub(crate) mod scan;
+
+use crate::adjoint::Adj;
+use crate::direct::{AdResult, Arg, Deriver, Sweep};
+use gradlift_lang::build::*;
+use gradlift_lang::syntax::*;
+
+impl Deriver {
+    /// Dispatches the reverse of an array operation with cotangent `z`
+    /// (an atom of type `ty`).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn array_op_backward(
+        &mut self,
+        sw: &mut Sweep,
+        op: ArrayOp,
+        params: &[Name],
+        body: &Expr,
+        args: &[Arg],
+        states: Option<Name>,
+        out: &Expr,
+        ty: &Type,
+        z: Expr,
+    ) -> AdResult<()> {
+        match (op, states) {
+            (ArrayOp::Map | ArrayOp::Map2, _) => self.map_backward(sw, params, body, args, ty, z),
+            (ArrayOp::Reduce | ArrayOp::Foldl, None) => {
+                self.monoid_backward(sw, params, body, args, z)
+            }
+            (ArrayOp::Reduce | ArrayOp::Foldl, Some(states)) => {
+                self.fold_backward(sw, params, body, args, &states, ty, z)
+            }
+            (ArrayOp::Scanl, _) => self.scanl_backward(sw, params, body, args, out, z),
+            (ArrayOp::Scanr, _) => self.scanr_backward(sw, params, body, args, out, z),
+        }
+    }
+
+    /// Component `k` of a gradient tuple of `len` components (a gradient of
+    /// one component is not a tuple).
+    pub(crate) fn component(g: Expr, k: usize, len: usize) -> Expr {
+        if len == 1 {
+            g
+        } else {
+            proj(g, k)
+        }
+    }
+
+    /// Adds to each free variable `fv[j]` of a body the sum over the array
+    /// `per_element` of component `offset + j` of its elements.
+    pub(crate) fn add_free_sums(
+        &mut self,
+        sw: &mut Sweep,
+        fv: &[(Name, Type)],
+        per_element: &Expr,
+        offset: usize,
+        len: usize,
+    ) {
+        for (j, (n, t)) in fv.iter().enumerate() {
+            let g = self.names.fresh("g");
+            let part = Self::component(var(&g), offset + j, len);
+            let parts = array_op(
+                ArrayOp::Map,
+                lambda(vec![pvar(&g)], part),
+                vec![per_element.clone()],
+            );
+            let total = crate::adjoint::sum(t, parts, &mut self.names);
+            self.add(sw, &var(n), t, Adj::Val(total));
+        }
+    }
+}
