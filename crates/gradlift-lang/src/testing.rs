@@ -70,6 +70,7 @@ pub fn generate(seed: u64, config: &Config) -> Case {
         vars: Vec::new(),
         helpers: Vec::new(),
         fresh: 0,
+        size_names: Vec::new(),
         config: config.clone(),
     };
     g.case()
@@ -110,6 +111,8 @@ struct Gen {
     vars: Vec<(Name, Type)>,
     helpers: Vec<Helper>,
     fresh: usize,
+    /// Variables that are sizes (reals without a gradient).
+    size_names: Vec<Name>,
     config: Config,
 }
 
@@ -240,6 +243,7 @@ impl Gen {
             });
             args.push(Value::Real(sizes[&s_name] as f64));
             self.vars.push((s_name.clone(), Type::Real));
+            self.size_names.push(s_name.clone());
         }
         // Only size variables the parameters mention are bound.
         let mut used = Vec::new();
@@ -253,6 +257,7 @@ impl Gen {
         for n in &used {
             if params.iter().all(|p| &p.name != n) {
                 self.vars.push((n.clone(), Type::Real));
+                self.size_names.push(n.clone());
             }
         }
         let ret = self.result_type();
@@ -372,8 +377,15 @@ impl Gen {
 
     fn leaf(&mut self, ty: &Type) -> Expr {
         let candidates = self.vars_of(ty);
-        if !candidates.is_empty() && self.rng.chance(80) {
-            return var(&self.pick(&candidates));
+        // Prefer variables that carry a gradient over sizes used as reals.
+        let (sizes, values): (Vec<Name>, Vec<Name>) = candidates
+            .into_iter()
+            .partition(|n| self.size_names.contains(n));
+        if !values.is_empty() && self.rng.chance(85) {
+            return var(&self.pick(&values));
+        }
+        if !sizes.is_empty() && self.rng.chance(30) {
+            return var(&self.pick(&sizes));
         }
         match ty {
             Type::Real => c(self.rng.real()),
