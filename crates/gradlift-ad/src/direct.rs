@@ -83,9 +83,28 @@ pub enum AdError {
 
 pub(crate) type AdResult<T> = Result<T, AdError>;
 
-/// The gradient of `closed` with respect to the parameters `wrt`: a term
-/// returning `(value, gradient)`.
+/// Which transformation produces the reverse pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Route {
+    /// Source → UNF → D_ρ → UNF⁻¹ (Figures 8–10).
+    #[default]
+    Unf,
+    /// D^ρ_{Γ;Y} of Figure 5.
+    Direct,
+}
+
+/// The gradient of `closed` with respect to the parameters `wrt` by the
+/// direct route: a term returning `(value, gradient)`.
 pub fn reverse(closed: &Closed, wrt: &[Name], construction: Construction) -> AdResult<Expr> {
+    let wrt = check_wrt(closed, wrt)?;
+    let mut d = Deriver::new(closed, Route::Direct);
+    let mut tape = Tape::default();
+    let (value, _) = d.forward(&mut tape, &closed.body)?;
+    d.finish(tape, value, closed, &wrt, construction)
+}
+
+/// The parameters `wrt` with their types, checked.
+pub(crate) fn check_wrt(closed: &Closed, wrt: &[Name]) -> AdResult<Vec<(Name, Type)>> {
     for w in wrt {
         if !closed.params.iter().any(|(p, t)| p == w && t.is_some()) {
             return Err(AdError::UnknownParameter(w.clone()));
@@ -97,29 +116,11 @@ pub fn reverse(closed: &Closed, wrt: &[Name], construction: Construction) -> AdR
             ty: closed.ret.clone(),
         });
     }
-    let mut d = Deriver::new(closed);
-    let mut tape = Tape::default();
-    let (value, _) = d.forward(&mut tape, &closed.body)?;
-    let wrt: Vec<(Name, Type)> = closed
+    Ok(closed
         .context()
         .into_iter()
         .filter(|(n, _)| wrt.contains(n))
-        .collect();
-    let body = match construction {
-        Construction::Sparse => {
-            let mut sweep = Sweep::default();
-            d.seed(&mut sweep, &value, Adj::Val(real(1.0)));
-            d.sweep(&mut sweep, tape.steps)?;
-            let grads = wrt
-                .iter()
-                .map(|(n, t)| sweep.take(n).into_expr_like(t, &var(n), &mut d.names))
-                .collect();
-            let result = tuple(vec![value, tuple(grads)]);
-            lets(tape.fwd, lets(sweep.rev, result))
-        }
-        Construction::Literal => d.literal(tape, closed, &wrt, value)?,
-    };
-    Ok(body)
+        .collect())
 }
 
 /// Wraps `body` in the bindings, first binding outermost.
@@ -155,8 +156,10 @@ pub(crate) enum StepKind {
     /// `out = b(args)` for `replicate`, `concat`, `take`, `drop`, shifts;
     /// a size argument is kept as written.
     Builtin(Builtin, Vec<Arg>),
-    /// Nothing flows back (`len`, `iota`).
+    /// Nothing flows back (`len`, `iota`, constants).
     Constant,
+    /// `out = x`: a copy (`var_{T;i}` of UNF).
+    Copy(Expr),
     /// `out = if cond then a else b`, branches kept whole (§7.2).
     If(Expr, Expr, Expr),
     /// `out = op (params. body) args`; for folds `states` names the array
@@ -177,7 +180,7 @@ pub(crate) struct Tape {
     pub fwd: Vec<(Pattern, Expr)>,
     pub steps: Vec<Step>,
     /// Source variable → atom standing for it.
-    subst: Scope<Expr>,
+    pub(crate) subst: Scope<Expr>,
 }
 
 /// The reverse pass: bindings emitted so far and the adjoints.
@@ -198,10 +201,12 @@ pub(crate) struct Deriver {
     pub names: NameSupply,
     pub typer: Typer,
     size_vars: HashSet<Name>,
+    /// The route by which bodies of array operations are differentiated too.
+    route: Route,
 }
 
 impl Deriver {
-    fn new(closed: &Closed) -> Deriver {
+    pub(crate) fn new(closed: &Closed, route: Route) -> Deriver {
         let mut names = NameSupply::new();
         for n in closed
             .size_vars
@@ -219,6 +224,7 @@ impl Deriver {
             names,
             typer,
             size_vars: closed.size_vars.iter().cloned().collect(),
+            route,
         }
     }
 
@@ -297,6 +303,31 @@ impl Deriver {
         }
     }
 
+    /// The term `(value, gradient)` from the forward pass `tape`.
+    pub(crate) fn finish(
+        &mut self,
+        tape: Tape,
+        value: Expr,
+        closed: &Closed,
+        wrt: &[(Name, Type)],
+        construction: Construction,
+    ) -> AdResult<Expr> {
+        match construction {
+            Construction::Sparse => {
+                let mut sweep = Sweep::default();
+                self.seed(&mut sweep, &value, Adj::Val(real(1.0)));
+                self.sweep(&mut sweep, tape.steps)?;
+                let grads = wrt
+                    .iter()
+                    .map(|(n, t)| sweep.take(n).into_expr_like(t, &var(n), &mut self.names))
+                    .collect();
+                let result = tuple(vec![value, tuple(grads)]);
+                Ok(lets(tape.fwd, lets(sweep.rev, result)))
+            }
+            Construction::Literal => self.literal(tape, closed, wrt, value),
+        }
+    }
+
     /// Starts a sweep: the cotangent of the result `value` is `z`.
     fn seed(&mut self, sw: &mut Sweep, value: &Expr, z: Adj) {
         let ty = self.type_of(value);
@@ -325,7 +356,11 @@ impl Deriver {
             self.typer.push(n.clone(), t.clone());
         }
         let mut tape = Tape::default();
-        let result = self.forward(&mut tape, body).and_then(|(value, _)| {
+        let forward = match self.route {
+            Route::Direct => self.forward(&mut tape, body),
+            Route::Unf => self.unf_forward(&mut tape, ctx, body),
+        };
+        let result = forward.and_then(|(value, _)| {
             let mut sw = Sweep::default();
             self.seed(&mut sw, &value, seed);
             self.sweep(&mut sw, tape.steps)?;
@@ -368,7 +403,7 @@ impl Deriver {
     }
 
     /// Emits `out = value` as a step of kind `kind`.
-    fn emit(
+    pub(crate) fn emit(
         &mut self,
         tape: &mut Tape,
         hint: &str,
@@ -577,6 +612,19 @@ impl Deriver {
             }
         }
         names.reverse();
+        self.array_op_step(tape, op, names, body, args)
+    }
+
+    /// Emits `op (names. body) args` on atoms; a fold not on a known monoid
+    /// keeps its states (`states = scanl …`, result `states[-1]`).
+    pub(crate) fn array_op_step(
+        &mut self,
+        tape: &mut Tape,
+        op: ArrayOp,
+        names: Vec<Name>,
+        body: Expr,
+        args: Vec<Arg>,
+    ) -> AdResult<(Expr, Type)> {
         let lam = lambda(names.iter().map(pvar).collect(), body.clone());
         let arg_atoms: Vec<Expr> = args.iter().map(|a| a.0.clone()).collect();
         let folds = matches!(op, ArrayOp::Foldl | ArrayOp::Reduce)
@@ -643,6 +691,10 @@ impl Deriver {
                 self.add(sw, &of, &of_ty, z.at(k, ts.len()));
             }
             StepKind::Constant => {}
+            StepKind::Copy(x) => {
+                let ty = step.ty.clone();
+                self.add(sw, &x, &ty, z);
+            }
             StepKind::ArrayLit(args) => {
                 let z = self.atomize(sw, "z", &step.ty, z).into_expr(&step.ty);
                 for (k, (a, t)) in args.iter().enumerate() {

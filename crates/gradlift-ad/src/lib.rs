@@ -7,5 +7,8 @@ pub mod adjoint;
 pub mod direct;
 pub mod inline;
 pub mod names;
+pub mod reverse_unf;
 mod rules;
 pub mod simplify;
+pub mod unf;
+pub mod unf_inverse;

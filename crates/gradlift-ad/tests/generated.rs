@@ -1,5 +1,5 @@
 //! Differential tests on random well-typed programs: the gradient by the
-//! direct route (both constructions) against central finite differences of
+//! UNF and direct routes (both constructions) against central finite differences of
 //! the interpreted primal.
 //!
 //! Tolerance: |got − fd| ≤ 1e-5·(1 + |fd|) with h = 1e-6·max(1, |x|). The
@@ -9,7 +9,7 @@
 //! is no derivative. Such inputs are detected by comparing a second finite
 //! difference with half the step, and skipped.
 
-use gradlift_ad::direct::{reverse, Construction};
+use gradlift_ad::direct::{Construction, Route};
 use gradlift_ad::inline::inline;
 use gradlift_lang::testing::{generate, Config};
 use gradlift_lang::value::bind_sizes;
@@ -54,11 +54,16 @@ fn gradient(
     m: &CheckedModule,
     index: usize,
     args: &[Value],
+    route: Route,
     construction: Construction,
 ) -> Vec<Vec<f64>> {
     let closed = inline(m, index);
     let wrt: Vec<Name> = closed.context().into_iter().map(|(n, _)| n).collect();
-    let term = reverse(&closed, &wrt, construction).unwrap_or_else(|e| panic!("{e}"));
+    let term = match route {
+        Route::Direct => gradlift_ad::direct::reverse(&closed, &wrt, construction),
+        Route::Unf => gradlift_ad::unf_inverse::reverse(&closed, &wrt, construction),
+    }
+    .unwrap_or_else(|e| panic!("{e}"));
     let sig = &m.sigs[index];
     let sizes = bind_sizes(&closed.name, sig, args).unwrap();
     let mut vars: Vec<(Name, Value)> = sizes
@@ -95,7 +100,7 @@ fn close(a: f64, b: f64, tol: f64) -> bool {
 }
 
 #[test]
-fn direct_route_matches_finite_differences_on_generated_programs() {
+fn both_routes_match_finite_differences_on_generated_programs() {
     let config = Config::default();
     let (mut tested, mut skipped_kinks, mut nonzero) = (0, 0, 0);
     for seed in 0..1000u64 {
@@ -125,14 +130,19 @@ fn direct_route_matches_finite_differences_on_generated_programs() {
             skipped_kinks += 1;
             continue;
         }
-        for construction in [Construction::Sparse, Construction::Literal] {
-            let got = gradient(&checked, index, &case.args, construction);
+        for (route, construction) in [
+            (Route::Unf, Construction::Sparse),
+            (Route::Unf, Construction::Literal),
+            (Route::Direct, Construction::Sparse),
+            (Route::Direct, Construction::Literal),
+        ] {
+            let got = gradient(&checked, index, &case.args, route, construction);
             for (g, w) in got.iter().zip(&want) {
                 assert_eq!(g.len(), w.len(), "seed {seed}");
                 for (a, b) in g.iter().zip(w) {
                     assert!(
                         close(*a, *b, 1e-5),
-                        "seed {seed} ({construction:?}): gradient {g:?} vs finite differences {w:?}\n{}",
+                        "seed {seed} ({route:?}/{construction:?}): gradient {g:?} vs finite differences {w:?}\n{}",
                         case.text()
                     );
                 }
@@ -148,4 +158,46 @@ fn direct_route_matches_finite_differences_on_generated_programs() {
         tested >= 400 && nonzero >= tested / 3,
         "only {tested} programs tested ({skipped_kinks} skipped at kinks)"
     );
+}
+
+/// Proposition 6.14: the UNF route and the direct route compute the same
+/// gradient (to rounding: the two forward passes order no operation
+/// differently, so in practice bit for bit).
+#[test]
+fn unf_route_equals_direct_route() {
+    let config = Config::default();
+    let mut compared = 0;
+    for seed in 0..1000u64 {
+        let case = generate(seed, &config);
+        let checked = check_module(case.module.clone()).unwrap();
+        let index = checked.module.defs.len() - 1;
+        if checked.sigs[index].ret != Type::Real
+            || checked.sigs[index].params.iter().all(|(_, t)| t.is_none())
+        {
+            continue;
+        }
+        let unf = gradient(
+            &checked,
+            index,
+            &case.args,
+            Route::Unf,
+            Construction::Sparse,
+        );
+        let direct = gradient(
+            &checked,
+            index,
+            &case.args,
+            Route::Direct,
+            Construction::Sparse,
+        );
+        for (u, d) in unf.iter().flatten().zip(direct.iter().flatten()) {
+            assert!(
+                close(*u, *d, 1e-12),
+                "seed {seed}: UNF {unf:?} vs direct {direct:?}\n{}",
+                case.text()
+            );
+        }
+        compared += 1;
+    }
+    assert!(compared >= 400);
 }

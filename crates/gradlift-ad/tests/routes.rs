@@ -1,7 +1,8 @@
-//! The direct route (Figure 5) against central finite differences on the
-//! reference interpreter, construct by construct.
+//! Both routes — UNF (Figures 8–10) and direct (Figure 5) — with both
+//! constructions of the continuations, against central finite differences
+//! on the reference interpreter, construct by construct.
 
-use gradlift_ad::direct::{reverse, Construction};
+use gradlift_ad::direct::{Construction, Route};
 use gradlift_ad::inline::inline;
 use gradlift_lang::value::bind_sizes;
 use gradlift_lang::{check_source, interp, CheckedModule, Name, Value};
@@ -11,11 +12,20 @@ fn module(src: &str) -> CheckedModule {
 }
 
 /// Value and gradient (flattened per parameter) by the given construction.
-fn gradient(m: &CheckedModule, args: &[Value], construction: Construction) -> (f64, Vec<Value>) {
+fn gradient(
+    m: &CheckedModule,
+    args: &[Value],
+    route: Route,
+    construction: Construction,
+) -> (f64, Vec<Value>) {
     let index = m.module.defs.len() - 1;
     let closed = inline(m, index);
     let wrt: Vec<Name> = closed.context().into_iter().map(|(n, _)| n).collect();
-    let term = reverse(&closed, &wrt, construction).unwrap_or_else(|e| panic!("{e}"));
+    let term = match route {
+        Route::Direct => gradlift_ad::direct::reverse(&closed, &wrt, construction),
+        Route::Unf => gradlift_ad::unf_inverse::reverse(&closed, &wrt, construction),
+    }
+    .unwrap_or_else(|e| panic!("{e}"));
     let sig = &m.sigs[index];
     let sizes = bind_sizes(&closed.name, sig, args).expect("arguments fit");
     let mut vars: Vec<(Name, Value)> = sizes
@@ -79,11 +89,19 @@ fn rebuild(shape: &Value, xs: &mut impl Iterator<Item = f64>) -> Value {
     }
 }
 
+/// Every route with every construction of the continuations.
+const ROUTES: [(Route, Construction); 4] = [
+    (Route::Unf, Construction::Sparse),
+    (Route::Unf, Construction::Literal),
+    (Route::Direct, Construction::Sparse),
+    (Route::Direct, Construction::Literal),
+];
+
 fn check(src: &str, args: &[Value]) {
     let m = module(src);
     let want = finite_differences(&m, args);
-    for construction in [Construction::Sparse, Construction::Literal] {
-        let (value, grads) = gradient(&m, args, construction);
+    for (route, construction) in ROUTES {
+        let (value, grads) = gradient(&m, args, route, construction);
         let primal = interp::call(&m, m.module.defs.len() - 1, args)
             .unwrap()
             .as_real()
@@ -91,7 +109,7 @@ fn check(src: &str, args: &[Value]) {
         assert_eq!(
             value.to_bits(),
             primal.to_bits(),
-            "{construction:?} value of\n{src}"
+            "{route:?}/{construction:?} value of\n{src}"
         );
         for (g, w) in grads.iter().zip(&want) {
             let mut got = Vec::new();
@@ -99,12 +117,12 @@ fn check(src: &str, args: &[Value]) {
             assert_eq!(
                 got.len(),
                 w.len(),
-                "{construction:?} gradient shape of\n{src}: {g}"
+                "{route:?}/{construction:?} gradient shape of\n{src}: {g}"
             );
             for (a, b) in got.iter().zip(w) {
                 assert!(
                     (a - b).abs() <= 1e-6 * (1.0 + b.abs()),
-                    "{construction:?} gradient of\n{src}\nat {args:?}: got {got:?}, finite differences {w:?}"
+                    "{route:?}/{construction:?} gradient of\n{src}\nat {args:?}: got {got:?}, finite differences {w:?}"
                 );
             }
         }
@@ -282,7 +300,7 @@ fn logistic_growth_example() {
             other => panic!("unexpected parameter {other}"),
         })
         .collect();
-    let (_, grads) = gradient(&m, &args, Construction::Sparse);
+    let (_, grads) = gradient(&m, &args, Route::Unf, Construction::Sparse);
     let want = finite_differences(&m, &args);
     for (g, w) in grads.iter().zip(&want) {
         let mut got = Vec::new();

@@ -1,0 +1,481 @@
+//! Source UNF (Figure 6) and the transformation UNF (Figure 9):
+//! Source → Source UNF.
+//!
+//! A UNF term is a sequence of primitives acting on a stack of values.
+//! `T₁ ⊢ e : T₂` means `e` maps a stack of types `T₁` to one of types `T₂`;
+//! every primitive keeps its arguments on the stack and pushes its result.
+//! Invariant (Lemma 4.4): if `x₁:A₁,…,x_k:A_k ⊢ e : B` then
+//! `A₁,…,A_k ⊢ UNF(e) : A₁,…,A_k,B` — the term returns its context plus its
+//! value.
+//!
+//! The primitives, with `d` the depth of the stack they act on:
+//!
+//! | primitive | Figure 6 | stack effect |
+//! | --- | --- | --- |
+//! | `var_{d;i}` | `var_{T;i}` | `T ⊢ T, Tᵢ` |
+//! | `op_{d;m}` | `op_{T;m}`, `pair`, `πᵢ`, `map2`, `reduce` | `T, A₁…A_m ⊢ T, A₁…A_m, B` |
+//! | `proj_{a;b;c}` | `proj_{T₁;T₂;T₃}` | `T₁, T₂, T₃ ⊢ T₁, T₃` with `|Tᵢ|` = a, b, c |
+//! | `name_x` | — | names the top entry `x` (the identity) |
+//!
+//! `op` is one primitive form for every construct that computes a value
+//! from the top `m` entries: a scalar primitive, an n-tuple (Figure 6's
+//! `pair` for n = 2), a projection (πᵢ as a unary op, as §4 reads it), an
+//! array literal, indexing, the built-ins, and the array operations, whose
+//! function argument is a Source term referring to the context by name, as
+//! in Figure 9 (`map2_{T;x,y.e}`). `if` is an `op` with no stack arguments
+//! whose condition and branches are Source terms (§7.2 keeps conditions
+//! outside differentiation); a constant is an `op` with none (`c_{T;0}`).
+//!
+//! Departures from the figures, and why:
+//! - Stack types are not stored in each primitive (that makes a term of n
+//!   bindings O(n²) in size); a primitive stores the depth `d` it acts on,
+//!   and the types follow from the context by running the stack
+//!   ([`Unf::stack_types`]). The printed form shows the depths.
+//! - `name_x`: map and reduce bodies refer to the context by name
+//!   (Figure 9), so the entry a `let` binds must carry its name for the
+//!   bodies below it. The paper's contexts are the parameters only.
+//! - Weakening (§4.4, corrected as erratum E1: insert A at depth |Γ| and
+//!   shift the indices above it) is what UNF(e₂) needs in `⟨e₁, e₂⟩` and
+//!   `e₁ op e₂`. Compiling e₂ directly on the stack `Γ, A` produces exactly
+//!   `W_A(UNF_Γ(e₂))`, in linear rather than quadratic time; [`weaken`]
+//!   implements W itself, and a test checks the two agree.
+//! - The unit of `reduce` and the initial value of `foldl` and the scans are
+//!   stack arguments (Appendix A.3's foldl), not a Source term inside the
+//!   primitive as Figure 9 keeps reduce's unit: one rule then serves all
+//!   folds, and the cotangent of a unit that depends on the context (the
+//!   case erratum E2 corrects) comes out of the transpose directly.
+//! - Fig 9's reduce ends with `proj_{Γ;A[R]ⁿ;R}` (erratum E7).
+
+use gradlift_lang::deep::guard;
+use gradlift_lang::scope::Scope;
+use gradlift_lang::syntax::*;
+use gradlift_lang::Prim;
+use std::fmt;
+
+/// What an `op` computes from its `m` stack arguments.
+#[derive(Clone, Debug)]
+pub enum OpKind {
+    /// A constant (`m = 0`).
+    Const(f64),
+    /// A scalar primitive.
+    Prim(Prim),
+    /// An m-tuple.
+    Tuple,
+    /// Component `k` of a tuple (`m = 1`).
+    Component(usize),
+    /// An array literal of `m` elements.
+    ArrayLit,
+    /// `A[k]` (`m = 1`).
+    Index(i64),
+    /// A built-in; size arguments (of `iota`, `replicate`, `take`, `drop`)
+    /// are Source size expressions kept in the primitive.
+    Builtin(Builtin, Vec<Expr>),
+    /// An array operation with its function as a Source lambda: parameter
+    /// names and body.
+    ArrayOp(ArrayOp, Vec<Name>, Expr),
+    /// `if c then e₁ else e₂` with Source condition and branches (`m = 0`).
+    If(Expr, Expr, Expr),
+    /// A size variable's value as a real (`m = 0`; sizes are not
+    /// differentiated).
+    Size(Name),
+}
+
+/// A primitive of Source UNF.
+#[derive(Clone, Debug)]
+pub enum UnfPrim {
+    /// `var_{d;i}`: pushes a copy of entry `i` (from 0) of a stack of depth `d`.
+    Var {
+        /// Stack depth.
+        depth: usize,
+        /// The entry copied.
+        index: usize,
+    },
+    /// `op_{d;m}`: computes from the top `arity` entries, pushes the result.
+    Op {
+        /// Stack depth (arguments included).
+        depth: usize,
+        /// Number of stack arguments.
+        arity: usize,
+        /// What it computes.
+        kind: Box<OpKind>,
+    },
+    /// `proj_{keep;drop;top}`: forgets the `drop` entries below the top `top`.
+    Proj {
+        /// Entries kept at the bottom.
+        keep: usize,
+        /// Entries forgotten.
+        drop: usize,
+        /// Entries kept at the top.
+        top: usize,
+    },
+    /// Names the top entry.
+    Name(Name),
+}
+
+/// A Source UNF term over a context.
+#[derive(Clone, Debug)]
+pub struct Unf {
+    /// The context: names and types of the initial stack.
+    pub context: Vec<(Name, Type)>,
+    /// Size variables in scope (not on the stack).
+    pub size_vars: Vec<Name>,
+    /// The primitives, in order (`e₁; e₂; …`).
+    pub prims: Vec<UnfPrim>,
+}
+
+/// Figure 9: the UNF of `body` over the context `context`.
+pub fn unf(context: &[(Name, Type)], size_vars: &[Name], body: &Expr) -> Unf {
+    let mut c = Compiler {
+        prims: Vec::new(),
+        names: Scope::new(),
+        depth: 0,
+    };
+    for (n, _) in context {
+        c.names.push(n.clone(), c.depth);
+        c.depth += 1;
+    }
+    c.expr(body);
+    Unf {
+        context: context.to_vec(),
+        size_vars: size_vars.to_vec(),
+        prims: c.prims,
+    }
+}
+
+struct Compiler {
+    prims: Vec<UnfPrim>,
+    /// Named entries: name → position on the stack.
+    names: Scope<usize>,
+    depth: usize,
+}
+
+impl Compiler {
+    fn op(&mut self, arity: usize, kind: OpKind) {
+        self.prims.push(UnfPrim::Op {
+            depth: self.depth,
+            arity,
+            kind: Box::new(kind),
+        });
+        self.depth += 1;
+        // Hide the arguments: proj_{Γ; A₁…A_m; B}.
+        if arity > 0 {
+            self.proj(self.depth - 1 - arity, arity, 1);
+        }
+    }
+
+    fn proj(&mut self, keep: usize, drop: usize, top: usize) {
+        self.prims.push(UnfPrim::Proj { keep, drop, top });
+        self.depth -= drop;
+    }
+
+    /// Compiles each argument in turn (each on the stack left by the ones
+    /// before: the weakening of §4.4) and applies `kind`.
+    fn args_then(&mut self, args: &[Expr], kind: OpKind) {
+        for a in args {
+            self.expr(a);
+        }
+        self.op(args.len(), kind);
+    }
+
+    fn expr(&mut self, e: &Expr) {
+        guard(|| self.expr_inner(e))
+    }
+
+    fn expr_inner(&mut self, e: &Expr) {
+        match &e.kind {
+            ExprKind::Const(c) => self.op(0, OpKind::Const(*c)),
+            ExprKind::Var(n) => match self.names.get(n) {
+                Some(&index) => {
+                    self.prims.push(UnfPrim::Var {
+                        depth: self.depth,
+                        index,
+                    });
+                    self.depth += 1;
+                }
+                // A size variable: its value as a real.
+                None => self.op(0, OpKind::Size(n.clone())),
+            },
+            ExprKind::Let { .. } => self.let_chain(e),
+            ExprKind::Prim(p, args) => self.args_then(args, OpKind::Prim(*p)),
+            ExprKind::Tuple(es) => self.args_then(es, OpKind::Tuple),
+            ExprKind::Proj(x, k) => self.args_then(std::slice::from_ref(x), OpKind::Component(*k)),
+            ExprKind::ArrayLit(es) => self.args_then(es, OpKind::ArrayLit),
+            ExprKind::Index(x, k) => self.args_then(std::slice::from_ref(x), OpKind::Index(*k)),
+            ExprKind::Builtin(b, args) => {
+                let sized = matches!(
+                    b,
+                    Builtin::Iota | Builtin::Replicate | Builtin::Take | Builtin::Drop
+                );
+                let (sizes, rest) = if sized {
+                    args.split_at(1)
+                } else {
+                    args.split_at(0)
+                };
+                self.args_then(rest, OpKind::Builtin(*b, sizes.to_vec()))
+            }
+            ExprKind::If(c, t, f) => {
+                self.op(0, OpKind::If((**c).clone(), (**t).clone(), (**f).clone()))
+            }
+            ExprKind::ArrayOp(op, f, args) => {
+                let ExprKind::Lambda(params, body) = &f.kind else {
+                    unreachable!("inlining makes every function argument a lambda")
+                };
+                let (names, body) = plain_params(params, body);
+                self.args_then(args, OpKind::ArrayOp(*op, names, body))
+            }
+            ExprKind::Lambda(..) | ExprKind::PrimFn(_) | ExprKind::Apply(..) => {
+                unreachable!("the UNF route receives first-order Source terms")
+            }
+        }
+    }
+
+    /// `UNF(let x = e₁ in e₂) = UNF(e₁); name_x; UNF(e₂); proj_{Γ;A;B}`.
+    fn let_chain(&mut self, mut e: &Expr) {
+        let mark = self.names.mark();
+        let mut pending = Vec::new();
+        while let ExprKind::Let {
+            pat, value, body, ..
+        } = &e.kind
+        {
+            let base = self.depth;
+            self.expr(value);
+            self.bind(pat);
+            pending.push(base);
+            e = body;
+        }
+        self.expr(e);
+        self.names.pop_to(mark);
+        while let Some(base) = pending.pop() {
+            let bound = self.depth - 1 - base;
+            self.proj(base, bound, 1);
+        }
+    }
+
+    /// Names the top entry by `pat`; a tuple pattern pushes its components.
+    fn bind(&mut self, pat: &Pattern) {
+        match pat {
+            Pattern::Var(n, _) => {
+                self.prims.push(UnfPrim::Name(n.clone()));
+                self.names.push(n.clone(), self.depth - 1);
+            }
+            Pattern::Wild(_) => {}
+            Pattern::Tuple(ps, _) => {
+                let tuple_at = self.depth - 1;
+                for (k, p) in ps.iter().enumerate() {
+                    self.prims.push(UnfPrim::Var {
+                        depth: self.depth,
+                        index: tuple_at,
+                    });
+                    self.depth += 1;
+                    self.op(1, OpKind::Component(k));
+                    self.bind(p);
+                }
+            }
+        }
+    }
+}
+
+/// Lambda parameters as plain names, tuple patterns bound in the body.
+pub(crate) fn plain_params(params: &[Param], body: &Expr) -> (Vec<Name>, Expr) {
+    let mut names = Vec::new();
+    let mut body = body.clone();
+    for (i, p) in params.iter().enumerate().rev() {
+        match &p.pat {
+            Pattern::Var(n, _) => names.push(n.clone()),
+            pat => {
+                let n = Name::from(format!("param{i}'"));
+                body =
+                    gradlift_lang::build::let_in(pat.clone(), gradlift_lang::build::var(&n), body);
+                names.push(n);
+            }
+        }
+    }
+    names.reverse();
+    (names, body)
+}
+
+/// The weakening W_A of §4.4 with erratum E1: inserts an anonymous entry
+/// at depth `at` (= |Γ|) under every primitive of `prims`, shifting the
+/// indices of entries above it.
+pub fn weaken(prims: &[UnfPrim], at: usize) -> Vec<UnfPrim> {
+    prims
+        .iter()
+        .map(|p| match p {
+            UnfPrim::Var { depth, index } => UnfPrim::Var {
+                depth: depth + 1,
+                index: if *index >= at { index + 1 } else { *index },
+            },
+            UnfPrim::Op { depth, arity, kind } => UnfPrim::Op {
+                depth: depth + 1,
+                arity: *arity,
+                kind: kind.clone(),
+            },
+            UnfPrim::Proj { keep, drop, top } => UnfPrim::Proj {
+                keep: keep + 1,
+                drop: *drop,
+                top: *top,
+            },
+            UnfPrim::Name(n) => UnfPrim::Name(n.clone()),
+        })
+        .collect()
+}
+
+impl fmt::Display for OpKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OpKind::Const(c) => write!(f, "{}", gradlift_lang::printer::format_real(*c)),
+            OpKind::Prim(p) => write!(f, "{}", p.info().name),
+            OpKind::Tuple => f.write_str("tuple"),
+            OpKind::Component(k) => write!(f, "π{k}"),
+            OpKind::ArrayLit => f.write_str("array"),
+            OpKind::Index(k) => write!(f, "index[{k}]"),
+            OpKind::Builtin(b, sizes) => {
+                write!(f, "{}", b.name())?;
+                for s in sizes {
+                    write!(f, "({s})")?;
+                }
+                Ok(())
+            }
+            OpKind::ArrayOp(op, params, body) => {
+                write!(f, "{}({}. {body})", op.name(), params.join(", "))
+            }
+            OpKind::If(c, t, e) => write!(f, "if({c}; {t}; {e})"),
+            OpKind::Size(n) => write!(f, "size {n}"),
+        }
+    }
+}
+
+impl fmt::Display for UnfPrim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UnfPrim::Var { depth, index } => write!(f, "var_{{{depth};{}}}", index + 1),
+            UnfPrim::Op { depth, arity, kind } => write!(f, "op_{{{depth};{arity}}}[{kind}]"),
+            UnfPrim::Proj { keep, drop, top } => write!(f, "proj_{{{keep};{drop};{top}}}"),
+            UnfPrim::Name(n) => write!(f, "name_{{{n}}}"),
+        }
+    }
+}
+
+impl fmt::Display for Unf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("# context:")?;
+        for (n, t) in &self.context {
+            write!(f, " {n}: {t}")?;
+        }
+        f.write_str("\n")?;
+        for (i, p) in self.prims.iter().enumerate() {
+            if i > 0 {
+                f.write_str(";\n")?;
+            }
+            write!(f, "{p}")?;
+        }
+        f.write_str("\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gradlift_lang::parse_expr;
+
+    fn ctx(names: &[&str]) -> Vec<(Name, Type)> {
+        names.iter().map(|n| (Name::from(*n), Type::Real)).collect()
+    }
+
+    /// Runs the stack discipline: the depth each primitive declares is the
+    /// depth it meets, and the term leaves its context plus one value
+    /// (Lemma 4.4).
+    fn check_depths(u: &Unf) {
+        let mut depth = u.context.len();
+        for p in &u.prims {
+            match p {
+                UnfPrim::Var { depth: d, index } => {
+                    assert_eq!(*d, depth, "{p}");
+                    assert!(*index < depth, "{p}");
+                    depth += 1;
+                }
+                UnfPrim::Op {
+                    depth: d, arity, ..
+                } => {
+                    assert_eq!(*d, depth, "{p}");
+                    assert!(*arity <= depth, "{p}");
+                    depth += 1;
+                }
+                UnfPrim::Proj { keep, drop, top } => {
+                    assert_eq!(keep + drop + top, depth, "{p}");
+                    depth -= drop;
+                }
+                UnfPrim::Name(_) => {}
+            }
+        }
+        assert_eq!(depth, u.context.len() + 1);
+    }
+
+    #[test]
+    fn example_4_1_shape() {
+        // x₁,x₂,x₃ ⊢ x₁ + cos x₂: var; var; cos; proj; +; proj.
+        let u = unf(
+            &ctx(&["x1", "x2", "x3"]),
+            &[],
+            &parse_expr("x1 + cos(x2)").unwrap(),
+        );
+        let printed: Vec<String> = u.prims.iter().map(|p| p.to_string()).collect();
+        assert_eq!(
+            printed,
+            [
+                "var_{3;1}",
+                "var_{4;2}",
+                "op_{5;1}[cos]",
+                "proj_{4;1;1}",
+                "op_{5;2}[+]",
+                "proj_{3;2;1}"
+            ]
+        );
+        check_depths(&u);
+    }
+
+    #[test]
+    fn lets_and_tuples_keep_the_stack_discipline() {
+        for text in [
+            "let w1 = x1 * x2 in let w2 = w1 * x1 in w2",
+            "let p = (x1 * x2, sin(x3)) in p.0 * p.1",
+            "let (a, b) = (x1, x2) in a * (let v = b * b in v + a)",
+            "reduce (a, b. a + b) 0 (map (a. a * x1) [x2, x3])",
+            "if x1 > 0 then x2 else x3 * x1",
+        ] {
+            let u = unf(&ctx(&["x1", "x2", "x3"]), &[], &parse_expr(text).unwrap());
+            check_depths(&u);
+        }
+    }
+
+    /// Compiling e₂ on the stack Γ, A is the weakening W_A of UNF_Γ(e₂)
+    /// (§4.4 with erratum E1).
+    #[test]
+    fn weakening_inserts_at_the_depth_of_the_context() {
+        let gamma = ctx(&["x1", "x2"]);
+        for text in [
+            "x1 * (let w = sin(x2) in w + x1)",
+            "let p = (x1, x2) in p.0 * p.1",
+            "x2",
+        ] {
+            let e = parse_expr(text).unwrap();
+            let plain = unf(&gamma, &[], &e);
+            let weakened = weaken(&plain.prims, gamma.len());
+            // The same term compiled with an anonymous entry above Γ.
+            let mut c = Compiler {
+                prims: Vec::new(),
+                names: Scope::new(),
+                depth: 0,
+            };
+            for (n, _) in &gamma {
+                c.names.push(n.clone(), c.depth);
+                c.depth += 1;
+            }
+            c.depth += 1; // the anonymous A
+            c.expr(&e);
+            let a: Vec<String> = weakened.iter().map(|p| p.to_string()).collect();
+            let b: Vec<String> = c.prims.iter().map(|p| p.to_string()).collect();
+            assert_eq!(a, b, "{text}");
+        }
+    }
+}
