@@ -8,8 +8,11 @@
 //! ```
 #![warn(missing_docs)]
 
+pub use gradlift_ad as ad;
+pub use gradlift_ad::direct::{Construction, Route};
+pub use gradlift_ad::pipeline::Options as GradOptions;
 pub use gradlift_lang as lang;
-pub use gradlift_lang::{Args, SourceFile, Span, Type, Value};
+pub use gradlift_lang::{Args, Name, SourceFile, Span, Type, Value};
 
 use gradlift_lang::{CheckedModule, Located, Signature, Spanned};
 use std::fmt;
@@ -38,6 +41,9 @@ pub enum Error {
     /// A run-time error.
     #[error("{0}")]
     Eval(String),
+    /// The function cannot be differentiated as asked.
+    #[error("{0}")]
+    Differentiate(#[from] gradlift_ad::direct::AdError),
 }
 
 /// A parsed and type-checked program.
@@ -136,11 +142,92 @@ impl<'p> Function<'p> {
         })
     }
 
-    /// Evaluates it on the reference interpreter.
-    pub fn eval(&self, args: &[Value]) -> Result<Value, Error> {
-        gradlift_lang::interp::call(&self.program.checked, self.index, args).map_err(|e| match &e {
+    /// Its gradient program with respect to the parameters `wrt` (every
+    /// value parameter when `None`).
+    pub fn gradient(
+        &self,
+        wrt: Option<&[Name]>,
+        options: GradOptions,
+    ) -> Result<GradientProgram<'p>, Error> {
+        let gradient =
+            gradlift_ad::pipeline::gradient(&self.program.checked, self.index, wrt, options)?;
+        Ok(GradientProgram {
+            function: *self,
+            gradient,
+        })
+    }
+
+    fn run_error(&self, e: gradlift_lang::EvalError) -> Error {
+        match &e {
+            // Terms built by differentiation have no place in the source.
+            gradlift_lang::EvalError::At { span, message }
+                if *span == Span::DUMMY || span.is_structural() =>
+            {
+                Error::Eval(format!("error: {message}"))
+            }
             gradlift_lang::EvalError::At { .. } => Error::Eval(render(&self.program.source, &e)),
             gradlift_lang::EvalError::Arguments(m) => Error::Args(format!("error: {m}")),
-        })
+        }
+    }
+
+    /// The definition inlined into one closed term.
+    pub fn closed(&self) -> gradlift_ad::inline::Closed {
+        gradlift_ad::inline::inline(&self.program.checked, self.index)
+    }
+
+    /// Evaluates it on the reference interpreter.
+    pub fn eval(&self, args: &[Value]) -> Result<Value, Error> {
+        gradlift_lang::interp::call(&self.program.checked, self.index, args)
+            .map_err(|e| self.run_error(e))
+    }
+}
+
+/// The gradient program of a [`Function`]: a Target term returning the
+/// value and the gradient.
+#[derive(Clone, Debug)]
+pub struct GradientProgram<'p> {
+    function: Function<'p>,
+    gradient: gradlift_ad::pipeline::Gradient,
+}
+
+impl GradientProgram<'_> {
+    /// The Target term.
+    pub fn term(&self) -> &gradlift_lang::Expr {
+        &self.gradient.term
+    }
+
+    /// The parameters differentiated, in order.
+    pub fn wrt(&self) -> impl Iterator<Item = &str> {
+        self.gradient.wrt.iter().map(|(n, _)| &**n)
+    }
+
+    /// Value and gradient at `args` (one value per parameter) on the
+    /// reference interpreter: one cotangent per parameter of [`Self::wrt`].
+    pub fn eval(&self, args: &[Value]) -> Result<(f64, Vec<Value>), Error> {
+        let f = &self.function;
+        let sig = f.signature();
+        let sizes = gradlift_lang::value::bind_sizes(f.name(), sig, args)
+            .map_err(|e| Error::Args(format!("error: {e}")))?;
+        let mut vars: Vec<(Name, Value)> = sizes
+            .into_iter()
+            .map(|(n, v)| (n, Value::Real(v as f64)))
+            .collect();
+        for ((p, t), a) in sig.params.iter().zip(args) {
+            if t.is_some() {
+                vars.push((p.clone(), a.clone()));
+            }
+        }
+        let out = gradlift_lang::interp::eval_expr(&f.program.checked, &vars, &self.gradient.term)
+            .map_err(|e| f.run_error(e))?;
+        let Value::Tuple(parts) = out else {
+            unreachable!("a gradient program returns (value, gradient)")
+        };
+        let value = parts[0].as_real().expect("the value is a real");
+        let grads = match (&parts[1], self.gradient.wrt.len()) {
+            (g, 1) => vec![g.clone()],
+            (Value::Tuple(gs), _) => gs.to_vec(),
+            _ => unreachable!("several cotangents form a tuple"),
+        };
+        Ok((value, grads))
     }
 }

@@ -7,6 +7,7 @@ pub mod adjoint;
 pub mod direct;
 pub mod inline;
 pub mod names;
+pub mod pipeline;
 pub mod reverse_unf;
 mod rules;
 pub mod simplify;

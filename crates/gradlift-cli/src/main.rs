@@ -1,7 +1,7 @@
 //! The `gradlift` command-line tool.
 
 use clap::{Parser, Subcommand, ValueEnum};
-use gradlift::{Args, Program};
+use gradlift::{Args, Construction, Function, GradOptions, Name, Program, Route};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -14,7 +14,7 @@ const ARGS_HELP: &str =
 ///
 /// A program is a file of definitions (see docs/language.md). Each
 /// subcommand reads one, picks a function (`--fn`, by default the last
-/// definition) and runs it on the arguments given with `--at`.
+/// definition) and works on it.
 #[derive(Parser, Debug)]
 #[command(name = "gradlift", version, about, long_about)]
 struct Cli {
@@ -35,15 +35,46 @@ enum Command {
         "  gradlift eval examples/mlp.grad --at @inputs.json"
     ))]
     Eval(EvalArgs),
+    /// Value and gradient of a real-valued function.
+    ///
+    /// Differentiates by reverse mode (the UNF route by default) with
+    /// respect to every parameter that is not a size, or those named by
+    /// --wrt. Prints the value and one gradient per parameter; with --json,
+    /// one object {"value": v, "gradient": {"A": […], …}}.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  gradlift grad examples/dot.grad --at 'A=[1,2,3], B=[4,5,6]'\n",
+        "  gradlift grad examples/prod.grad --at 'A=[1,0,3]' --via direct --json\n",
+        "  gradlift grad examples/mlp.grad --at @inputs.json --wrt W1,b1"
+    ))]
+    Grad(GradArgs),
+    /// Print a stage of the pipeline.
+    ///
+    /// Stages: source (the function inlined into one term, every binder
+    /// renamed apart), unf (Source UNF, Figure 9), target-unf (Figure 8),
+    /// target (the gradient program, Figure 10 or Figure 5 with --via
+    /// direct). source and target print definitions gradlift parses back.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  gradlift emit examples/example_1_1.grad --stage unf\n",
+        "  gradlift emit examples/dot.grad --stage target --via direct"
+    ))]
+    Emit(EmitArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct Target {
+    /// The program (a .grad file).
+    file: PathBuf,
+    /// The function (default: the last definition in the file).
+    #[arg(long = "fn", value_name = "NAME")]
+    function: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
 struct EvalArgs {
-    /// The program (a .grad file).
-    file: PathBuf,
-    /// The function to evaluate (default: the last definition in the file).
-    #[arg(long = "fn", value_name = "NAME")]
-    function: Option<String>,
+    #[command(flatten)]
+    target: Target,
     /// The arguments.
     #[arg(long, value_name = "ARGS", long_help = ARGS_HELP)]
     at: String,
@@ -55,16 +86,76 @@ struct EvalArgs {
     json: bool,
 }
 
+#[derive(clap::Args, Debug)]
+struct GradArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The arguments.
+    #[arg(long, value_name = "ARGS", long_help = ARGS_HELP)]
+    at: String,
+    /// Which engine runs the gradient program.
+    #[arg(long, value_enum, default_value_t = Engine::Interp)]
+    engine: Engine,
+    /// Which transformation differentiates.
+    #[arg(long, value_enum, default_value_t = Via::Unf)]
+    via: Via,
+    /// Differentiate with respect to these parameters only (comma-separated).
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    wrt: Option<Vec<String>>,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+struct EmitArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The stage to print.
+    #[arg(long, value_enum)]
+    stage: Stage,
+    /// Which transformation differentiates (for --stage target).
+    #[arg(long, value_enum, default_value_t = Via::Unf)]
+    via: Via,
+    /// Build every continuation as a lambda over the whole context, as
+    /// Figure 5 prints them (quadratic in the program's length), instead of
+    /// applying their sparse updates as they are built.
+    #[arg(long)]
+    literal: bool,
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Engine {
     /// The reference interpreter (the semantics of the language).
     Interp,
 }
 
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Via {
+    /// Source → UNF → reverse mode on UNF → UNF⁻¹ (Figures 8–10).
+    Unf,
+    /// The direct transform of Figure 5.
+    Direct,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Stage {
+    /// The function inlined into one closed term.
+    Source,
+    /// Source UNF (Figure 9).
+    Unf,
+    /// Target UNF (Figure 8).
+    TargetUnf,
+    /// The gradient program (Figure 10, or Figure 5 with --via direct).
+    Target,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Eval(a) => eval(a),
+        Command::Grad(a) => grad(a),
+        Command::Emit(a) => emit(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -80,6 +171,14 @@ fn load(path: &PathBuf) -> Result<Program, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("error: cannot read `{}`: {e}", path.display()))?;
     Program::parse(&path.display().to_string(), &text).map_err(|e| e.to_string())
+}
+
+fn function<'p>(program: &'p Program, target: &Target) -> Result<Function<'p>, String> {
+    match &target.function {
+        Some(name) => program.function(name),
+        None => program.last_function(),
+    }
+    .map_err(|e| format!("error: {e}"))
 }
 
 /// Reads `--at`-style arguments: inline text, or `@file.json`.
@@ -102,12 +201,8 @@ fn read_args(flag: &str, text: &str) -> Result<Args, String> {
 }
 
 fn eval(a: EvalArgs) -> Result<(), String> {
-    let program = load(&a.file)?;
-    let function = match &a.function {
-        Some(name) => program.function(name),
-        None => program.last_function(),
-    }
-    .map_err(|e| format!("error: {e}"))?;
+    let program = load(&a.target.file)?;
+    let function = function(&program, &a.target)?;
     let args = read_args("--at", &a.at)?;
     let values = function.args(&args).map_err(|e| e.to_string())?;
     let value = match a.engine {
@@ -117,6 +212,106 @@ fn eval(a: EvalArgs) -> Result<(), String> {
         println!("{}", serde_json::json!({ "value": value.to_json() }));
     } else {
         println!("{value}");
+    }
+    Ok(())
+}
+
+fn options(via: Via, literal: bool) -> GradOptions {
+    GradOptions {
+        route: match via {
+            Via::Unf => Route::Unf,
+            Via::Direct => Route::Direct,
+        },
+        construction: if literal {
+            Construction::Literal
+        } else {
+            Construction::Sparse
+        },
+    }
+}
+
+fn grad(a: GradArgs) -> Result<(), String> {
+    let program = load(&a.target.file)?;
+    let function = function(&program, &a.target)?;
+    let args = read_args("--at", &a.at)?;
+    let values = function.args(&args).map_err(|e| e.to_string())?;
+    let wrt: Option<Vec<Name>> = a
+        .wrt
+        .map(|w| w.iter().map(|n| Name::from(n.trim())).collect());
+    let program = function
+        .gradient(wrt.as_deref(), options(a.via, false))
+        .map_err(|e| format!("error: {e}"))?;
+    let (value, grads) = match a.engine {
+        Engine::Interp => program.eval(&values).map_err(|e| e.to_string())?,
+    };
+    let names: Vec<&str> = program.wrt().collect();
+    if a.json {
+        let gradient: serde_json::Map<String, serde_json::Value> = names
+            .iter()
+            .zip(&grads)
+            .map(|(n, g)| (n.to_string(), g.to_json()))
+            .collect();
+        let value = gradlift::Value::Real(value).to_json();
+        println!(
+            "{}",
+            serde_json::json!({ "value": value, "gradient": gradient })
+        );
+    } else {
+        println!("value: {}", gradlift::Value::Real(value));
+        for (n, g) in names.iter().zip(&grads) {
+            println!("d/d{n}: {g}");
+        }
+    }
+    Ok(())
+}
+
+fn emit(a: EmitArgs) -> Result<(), String> {
+    let program = load(&a.target.file)?;
+    let function = function(&program, &a.target)?;
+    let closed = function.closed();
+    // A definition over the function's parameters, which gradlift parses back.
+    let def = |name: String, ret: gradlift::Type, body: gradlift::lang::Expr| gradlift::lang::Def {
+        name: Name::from(name),
+        name_span: Default::default(),
+        params: closed
+            .params
+            .iter()
+            .map(|(n, t)| gradlift::lang::syntax::DefParam {
+                name: n.clone(),
+                span: Default::default(),
+                ty: t.clone(),
+            })
+            .collect(),
+        ret: Some(ret),
+        body,
+    };
+    match a.stage {
+        Stage::Source => print!(
+            "{}",
+            def(
+                closed.name.to_string(),
+                closed.ret.clone(),
+                closed.body.clone()
+            )
+        ),
+        Stage::Unf => print!("{}", gradlift::ad::pipeline::source_unf(&closed)),
+        Stage::TargetUnf => print!("{}", gradlift::ad::pipeline::target_unf(&closed)),
+        Stage::Target => {
+            let g = function
+                .gradient(None, options(a.via, a.literal))
+                .map_err(|e| format!("error: {e}"))?;
+            let grads: Vec<gradlift::Type> = closed.context().into_iter().map(|(_, t)| t).collect();
+            let grad_ty = if grads.len() == 1 {
+                grads[0].clone()
+            } else {
+                gradlift::Type::Tuple(grads)
+            };
+            let ty = gradlift::Type::Tuple(vec![gradlift::Type::Real, grad_ty]);
+            print!(
+                "{}",
+                def(format!("{}_grad", closed.name), ty, g.term().clone())
+            );
+        }
     }
     Ok(())
 }

@@ -413,3 +413,89 @@ fn at_json_file() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "8.0\n");
 }
+
+// ---- grad and emit ----
+
+const PROD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/prod.grad");
+
+#[test]
+fn grad_json_prints_value_and_every_gradient() {
+    for via in ["unf", "direct"] {
+        let out = gradlift(&[
+            "grad",
+            DOT,
+            "--at",
+            "A=[1,2,3], B=[4,5,6]",
+            "--via",
+            via,
+            "--json",
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(
+            stdout(&out).trim(),
+            r#"{"value":32.0,"gradient":{"A":[4.0,5.0,6.0],"B":[1.0,2.0,3.0]}}"#
+        );
+    }
+}
+
+#[test]
+fn grad_of_a_product_with_a_zero_is_exact() {
+    let out = gradlift(&["grad", PROD, "--at", "A=[2,0,3]", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out).trim(),
+        r#"{"value":0.0,"gradient":{"A":[0.0,6.0,0.0]}}"#
+    );
+}
+
+#[test]
+fn grad_wrt_selects_parameters() {
+    let out = gradlift(&[
+        "grad",
+        DOT,
+        "--at",
+        "A=[1,2,3], B=[4,5,6]",
+        "--wrt",
+        "B",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out).trim(),
+        r#"{"value":32.0,"gradient":{"B":[1.0,2.0,3.0]}}"#
+    );
+    let out = gradlift(&["grad", DOT, "--at", "A=[1,2,3], B=[4,5,6]", "--wrt", "C"]);
+    let first = failure(&out, "error: ");
+    assert!(first.contains("`C`"), "{first}");
+}
+
+#[test]
+fn grad_of_a_function_that_does_not_return_a_real_is_an_error() {
+    let f = temp_file("vec.grad", "def f(x: R) -> (R, R) = (x, x)\n");
+    let out = gradlift(&["grad", text(&f), "--at", "x=1"]);
+    let first = failure(&out, "error: ");
+    assert!(first.contains("returns `(R, R)`"), "{first}");
+}
+
+#[test]
+fn emitted_stages_print_and_the_target_parses_back() {
+    for stage in ["source", "unf", "target-unf", "target"] {
+        let out = gradlift(&["emit", DOT, "--stage", stage]);
+        assert!(out.status.success(), "{stage}: {}", stderr(&out));
+        assert!(!stdout(&out).is_empty());
+    }
+    for literal in [false, true] {
+        let mut args = vec!["emit", DOT, "--stage", "target"];
+        if literal {
+            args.push("--literal");
+        }
+        let out = gradlift(&args);
+        let program = temp_file("dot_grad.grad", &stdout(&out));
+        let value = gradlift(&["eval", text(&program), "--at", "A=[1,2,3], B=[4,5,6]"]);
+        assert!(value.status.success(), "{}", stderr(&value));
+        assert_eq!(
+            stdout(&value).trim(),
+            "(32.0, ([4.0, 5.0, 6.0], [1.0, 2.0, 3.0]))"
+        );
+    }
+}

@@ -1,0 +1,134 @@
+//! The pipeline: every pass of differentiation, in order, in one list.
+//!
+//! ```text
+//! Source ─inline─▶ closed Source ─unf─▶ Source UNF ─reverse─▶ Target UNF
+//!        ─unf-inverse─▶ Target ─simplify─▶ first-order Target
+//! ```
+//!
+//! `--via direct` replaces `unf`, `reverse` and `unf-inverse` by the one
+//! pass `direct` (Figure 5). Reading [`PASSES`] tells the whole compiler;
+//! `gradlift emit --stage` stops after any pass, and [`verify`] checks the
+//! invariants of the Target after the passes that produce it.
+
+use crate::direct::{self, AdError, Construction, Route};
+use crate::inline::{inline, Closed};
+use crate::reverse_unf::{reverse_unf, TargetUnf};
+use crate::unf::{unf, Unf};
+use crate::unf_inverse;
+use gradlift_lang::syntax::*;
+use gradlift_lang::types::check_expr;
+use gradlift_lang::CheckedModule;
+
+/// A pass: its name, what it does, and what it implements.
+#[derive(Clone, Copy, Debug)]
+pub struct Pass {
+    /// The name `emit --stage` uses for its output.
+    pub name: &'static str,
+    /// One line.
+    pub description: &'static str,
+    /// The figure or section of Huot & Shaikhha it implements.
+    pub source: &'static str,
+}
+
+/// Every pass, in order.
+pub const PASSES: &[Pass] = &[
+    Pass {
+        name: "source",
+        description: "inline calls, make every function argument a lambda, rename binders apart",
+        source: "§2 (calls are inlined before differentiation)",
+    },
+    Pass {
+        name: "unf",
+        description: "sequentialize Source into a stack program of var, op, proj",
+        source: "Figure 9 (with the weakening of §4.4, erratum E1)",
+    },
+    Pass {
+        name: "target-unf",
+        description: "pair every primitive with its transposed Jacobian, F(P, Jᵀ P)",
+        source: "Figure 8",
+    },
+    Pass {
+        name: "target",
+        description: "name the stack entries and build the continuation chain: (value, gradient)",
+        source: "Figure 10 (or Figure 5 by --via direct)",
+    },
+];
+
+/// Options of differentiation.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    /// UNF (default) or direct.
+    pub route: Route,
+    /// Sparse continuations (default) or literal ones.
+    pub construction: Construction,
+}
+
+/// A gradient program: a Target term over the function's parameters and
+/// size variables returning `(value, gradient)`.
+#[derive(Clone, Debug)]
+pub struct Gradient {
+    /// The function, inlined.
+    pub closed: Closed,
+    /// The parameters differentiated, with their types, in order.
+    pub wrt: Vec<(Name, Type)>,
+    /// The Target term.
+    pub term: Expr,
+}
+
+/// Differentiates definition `index` of `module` with respect to `wrt`
+/// (all value parameters when `None`).
+pub fn gradient(
+    module: &CheckedModule,
+    index: usize,
+    wrt: Option<&[Name]>,
+    options: Options,
+) -> Result<Gradient, AdError> {
+    let closed = inline(module, index);
+    let all: Vec<Name> = closed.context().into_iter().map(|(n, _)| n).collect();
+    let wrt_names = wrt.map(|w| w.to_vec()).unwrap_or(all);
+    let term = match options.route {
+        Route::Unf => unf_inverse::reverse(&closed, &wrt_names, options.construction)?,
+        Route::Direct => direct::reverse(&closed, &wrt_names, options.construction)?,
+    };
+    let wrt = direct::check_wrt(&closed, &wrt_names)?;
+    let g = Gradient { closed, wrt, term };
+    if cfg!(debug_assertions) {
+        if let Err(e) = verify(&g) {
+            panic!(
+                "the gradient of `{}` fails verification: {e}\n{}",
+                g.closed.name, g.term
+            );
+        }
+    }
+    Ok(g)
+}
+
+/// The Source UNF of definition `index` (the `unf` stage).
+pub fn source_unf(closed: &Closed) -> Unf {
+    unf(&closed.context(), &closed.size_vars, &closed.body)
+}
+
+/// The Target UNF (the `target-unf` stage).
+pub fn target_unf(closed: &Closed) -> TargetUnf {
+    reverse_unf(source_unf(closed))
+}
+
+/// The invariants of a gradient program: it type-checks over the
+/// parameters and size variables, with type `(R, gradient types)`.
+pub fn verify(g: &Gradient) -> Result<(), String> {
+    let ty =
+        check_expr(&g.closed.context(), &g.closed.size_vars, &g.term).map_err(|e| e.to_string())?;
+    let grads: Vec<Type> = g.wrt.iter().map(|(_, t)| t.clone()).collect();
+    let grad_ty = if grads.len() == 1 {
+        grads[0].clone()
+    } else {
+        Type::Tuple(grads)
+    };
+    let want = Type::Tuple(vec![Type::Real, grad_ty]);
+    if ty != want {
+        return Err(format!(
+            "the gradient program has type `{ty}`, expected `{want}`"
+        ));
+    }
+    Ok(())
+}
