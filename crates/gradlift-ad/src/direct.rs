@@ -203,6 +203,9 @@ pub(crate) struct Deriver {
     size_vars: HashSet<Name>,
     /// The route by which bodies of array operations are differentiated too.
     route: Route,
+    /// Variables bound to constants (UNF⁻¹ binds every constant, `c_{T;0}`),
+    /// so that a fold's unit is recognised whichever route named it.
+    constants: HashMap<Name, f64>,
 }
 
 impl Deriver {
@@ -225,6 +228,7 @@ impl Deriver {
             typer,
             size_vars: closed.size_vars.iter().cloned().collect(),
             route,
+            constants: HashMap::new(),
         }
     }
 
@@ -237,6 +241,17 @@ impl Deriver {
         let n = self.names.fresh(hint);
         binds.push((pvar(&n), e));
         var(&n)
+    }
+
+    /// The constant an atom stands for, or the atom.
+    pub(crate) fn constant_value(&self, atom: &Expr) -> Expr {
+        match &atom.kind {
+            ExprKind::Var(n) => self
+                .constants
+                .get(n)
+                .map_or_else(|| atom.clone(), |c| real(*c)),
+            _ => atom.clone(),
+        }
     }
 
     /// The type of an atom.
@@ -415,6 +430,9 @@ impl Deriver {
             span: value.span,
         })?;
         let out = self.names.fresh(hint);
+        if let (StepKind::Constant, ExprKind::Const(c)) = (&kind, &value.kind) {
+            self.constants.insert(out.clone(), *c);
+        }
         self.typer.push(out.clone(), ty.clone());
         tape.fwd.push((pvar(&out), value));
         tape.steps.push(Step {
@@ -627,8 +645,9 @@ impl Deriver {
     ) -> AdResult<(Expr, Type)> {
         let lam = lambda(names.iter().map(pvar).collect(), body.clone());
         let arg_atoms: Vec<Expr> = args.iter().map(|a| a.0.clone()).collect();
+        let unit = self.constant_value(&arg_atoms[0]);
         let folds = matches!(op, ArrayOp::Foldl | ArrayOp::Reduce)
-            && !crate::rules::fold::is_known_monoid(&names, &body, &arg_atoms[0]);
+            && !crate::rules::fold::is_known_monoid(&names, &body, &unit);
         if folds {
             // Keep every accumulator: the reverse of a fold needs them.
             let states_value = array_op(ArrayOp::Scanl, lam, arg_atoms);
@@ -819,19 +838,19 @@ impl Deriver {
     }
 }
 
-/// Reserves every name bound or used in `e`.
+/// Reserves every name bound or used in `e` (an explicit stack: terms are
+/// as deep as their longest `let` chain).
 fn reserve_all(e: &Expr, names: &mut NameSupply) {
-    guard(|| {
+    let mut todo = vec![e];
+    while let Some(e) = todo.pop() {
         match &e.kind {
             ExprKind::Var(n) => names.reserve(n),
             ExprKind::Let { pat, .. } => reserve_pattern(pat, names),
             ExprKind::Lambda(ps, _) => ps.iter().for_each(|p| reserve_pattern(&p.pat, names)),
             _ => {}
         }
-        for c in e.children() {
-            reserve_all(c, names);
-        }
-    })
+        todo.extend(e.children());
+    }
 }
 
 fn reserve_pattern(p: &Pattern, names: &mut NameSupply) {

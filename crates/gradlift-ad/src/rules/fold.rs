@@ -85,10 +85,11 @@ impl Deriver {
         params: &[Name],
         body: &Expr,
         args: &[Arg],
+        unit: &Expr,
         z: Expr,
     ) -> AdResult<()> {
         let (a, a_ty) = &args[1];
-        let contribution = match known_monoid(params, body, &args[0].0).expect("fast path") {
+        let contribution = match known_monoid(params, body, unit).expect("fast path") {
             Monoid::Sum => {
                 let x = self.names.fresh("x");
                 array_op(ArrayOp::Map, lambda(vec![pvar(&x)], z), vec![a.clone()])

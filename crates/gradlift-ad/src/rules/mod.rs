@@ -36,7 +36,8 @@ impl Deriver {
         match (op, states) {
             (ArrayOp::Map | ArrayOp::Map2, _) => self.map_backward(sw, params, body, args, ty, z),
             (ArrayOp::Reduce | ArrayOp::Foldl, None) => {
-                self.monoid_backward(sw, params, body, args, z)
+                let unit = self.constant_value(&args[0].0);
+                self.monoid_backward(sw, params, body, args, &unit, z)
             }
             (ArrayOp::Reduce | ArrayOp::Foldl, Some(states)) => {
                 self.fold_backward(sw, params, body, args, &states, ty, z)
