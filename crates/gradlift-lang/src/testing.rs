@@ -711,7 +711,7 @@ impl Gen {
     fn array(&mut self, t: &Type, n: &Size, depth: u32) -> Expr {
         let d = depth - 1;
         let arr = |t: &Type, n: &Size| Type::array(t.clone(), n.clone());
-        match self.rng.below(10) {
+        match self.rng.below(11) {
             0 | 1 => {
                 // map over an array of some element type
                 let elem = if self.rng.chance(60) {
@@ -788,6 +788,24 @@ impl Gen {
                 let x = self.name("i");
                 let body = self.bind(&[(x.clone(), Type::Real)], |g| g.expr(&Type::Real, 1));
                 arr_op(ArrayOp::Map, lam(&[x], body), vec![io])
+            }
+            8 => {
+                // take and drop of a concatenation, each part of a known size.
+                let sizes = self.known_sizes();
+                let other = self.pick(&sizes);
+                let (first, second) = if self.rng.chance(50) {
+                    (n.clone(), other)
+                } else {
+                    (other, n.clone())
+                };
+                let a = self.expr(&arr(t, &first), d);
+                let b = self.expr(&arr(t, &second), d);
+                let both = builtin(Builtin::Concat, vec![a, b]);
+                if first == *n {
+                    builtin(Builtin::Take, vec![size_expr(&first), both])
+                } else {
+                    builtin(Builtin::Drop, vec![size_expr(&first), both])
+                }
             }
             _ => self.leaf(&arr(t, n)),
         }
