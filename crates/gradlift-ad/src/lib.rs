@@ -4,6 +4,7 @@
 #![warn(missing_docs)]
 
 pub mod adjoint;
+pub mod cost;
 pub mod direct;
 pub mod inline;
 pub mod names;

@@ -1,0 +1,456 @@
+//! The cost model of Figure 11 (§5.2) and the nesting of array operations
+//! NAO (§5.3), for Theorem 5.4: after partial evaluation,
+//! `Cost(∇e) ≤ 4·3^p·Cost(e)` with `p = NAO(e)`.
+//!
+//! A cost is a vector (MOVES, ADDS, MULTS, NLOPS), each component a
+//! polynomial in the size variables ([`Poly`]), evaluated at given sizes.
+//! Figure 11's rules, with `n` the length of the array argument:
+//!
+//! ```text
+//! Cost(c) = Cost(x) = (1,0,0,0)
+//! Cost(op1 e)       = (2,0,0,1) + Cost(e)          every unary primitive
+//! Cost(e₁ op2 e₂)   = Cost(op2) + Cost(e₁) + Cost(e₂)
+//!                     Cost(+) = (3,1,0,0), Cost(*) = (3,0,1,0)
+//! Cost(⟨e₁,…,e_k⟩)  = Σ Cost(eᵢ)                    Cost(πᵢ e) = (1,0,0,0) + Cost(e)
+//! Cost(let x = e₁ in e₂) = (1,0,0,0) + Cost(e₁) + Cost(e₂)
+//! Cost(map2 (x,y.e₁) e₂ e₃)   = n·(Cost(e₁) + (2,0,0,0)) + Cost(e₂) + Cost(e₃)
+//! Cost(reduce (x,y.e₁) e₂ e₃) = n·(Cost(e₁) + (2,0,0,0)) + Cost(e₂) + Cost(e₃)
+//! Cost(scanl (x,y.e₁) e₂ e₃)  = n·(Cost(e₁) + (3,0,0,0)) + Cost(e₂) + Cost(e₃)   (scanr alike)
+//! Cost(shift1L e) = Cost(shift1R e) = Cost(e) + (n,0,0,0)
+//! ```
+//!
+//! The paper leaves some primitives and constructs out; gradlift defines
+//! them in the same spirit:
+//! - binary `-` costs as `+`; `/` as `*` (one multiplicative operation);
+//!   `pow` (3,0,0,1); `min`, `max` and the comparisons (3,1,0,0) (one
+//!   comparison, counted as an addition); `and`, `or` (3,0,0,0); `not`
+//!   (2,0,0,0); unary minus is a unary op (2,0,0,1) as Figure 11 prices
+//!   every op1.
+//! - `map (x.e₁) A` is `map2 (x,y.e₁) A A` (Figure 4), so it costs as map2;
+//!   `foldl` costs as `reduce`.
+//! - `if c then e₁ else e₂` costs `Cost(c)` plus the componentwise maximum
+//!   of the branches (the branch taken depends on the data).
+//! - Array construction moves one value per element: `iota(n)`,
+//!   `replicate(n, e)` (+ Cost(e)), an array literal of k elements,
+//!   `concat(A, B)` (n + m); `take`, `drop` and indexing are views or
+//!   single moves, (1,0,0,0) + the cost of the array; `len(A)` likewise.
+//! - A size variable used as a real costs as a variable.
+//!
+//! NAO counts nesting: `NAO(c) = NAO(x) = 0`, the maximum over subterms
+//! for every other construct, and `max(1 + NAO(body), NAO(arguments))`
+//! for every array operation with a function argument.
+
+use gradlift_lang::syntax::*;
+use gradlift_lang::types::Typer;
+use gradlift_lang::Prim;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+/// A polynomial in the size variables with real coefficients.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Poly {
+    /// Monomial (sorted variable names, repeated for powers) → coefficient.
+    pub terms: BTreeMap<Vec<Name>, f64>,
+}
+
+impl Poly {
+    /// The constant `c`.
+    pub fn constant(c: f64) -> Poly {
+        let mut terms = BTreeMap::new();
+        if c != 0.0 {
+            terms.insert(Vec::new(), c);
+        }
+        Poly { terms }
+    }
+
+    /// A size as a polynomial.
+    pub fn size(n: &Size) -> Poly {
+        let mut p = Poly::constant(n.constant as f64);
+        for (v, k) in &n.terms {
+            *p.terms.entry(vec![v.clone()]).or_insert(0.0) += *k as f64;
+        }
+        p.terms.retain(|_, c| *c != 0.0);
+        p
+    }
+
+    /// `self + other`.
+    pub fn plus(&self, other: &Poly) -> Poly {
+        let mut out = self.clone();
+        for (m, c) in &other.terms {
+            *out.terms.entry(m.clone()).or_insert(0.0) += c;
+        }
+        out.terms.retain(|_, c| *c != 0.0);
+        out
+    }
+
+    /// `self · other`.
+    pub fn times(&self, other: &Poly) -> Poly {
+        let mut out = Poly::default();
+        for (m1, c1) in &self.terms {
+            for (m2, c2) in &other.terms {
+                let mut m: Vec<Name> = m1.iter().chain(m2).cloned().collect();
+                m.sort();
+                *out.terms.entry(m).or_insert(0.0) += c1 * c2;
+            }
+        }
+        out.terms.retain(|_, c| *c != 0.0);
+        out
+    }
+
+    /// The value at the given sizes (a variable not given counts as 0).
+    pub fn eval(&self, sizes: &HashMap<Name, f64>) -> f64 {
+        self.terms
+            .iter()
+            .map(|(m, c)| {
+                c * m
+                    .iter()
+                    .map(|v| sizes.get(v).copied().unwrap_or(0.0))
+                    .product::<f64>()
+            })
+            .sum()
+    }
+}
+
+impl fmt::Display for Poly {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.terms.is_empty() {
+            return f.write_str("0");
+        }
+        // Highest degree first.
+        let mut terms: Vec<(&Vec<Name>, &f64)> = self.terms.iter().collect();
+        terms.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(b.0)));
+        for (i, (m, c)) in terms.into_iter().enumerate() {
+            if i > 0 {
+                f.write_str(" + ")?;
+            }
+            if m.is_empty() || *c != 1.0 {
+                write!(f, "{c}")?;
+            }
+            for (j, v) in m.iter().enumerate() {
+                if j > 0 || *c != 1.0 {
+                    f.write_str("·")?;
+                }
+                f.write_str(v)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// (MOVES, ADDS, MULTS, NLOPS).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Cost(pub [Poly; 4]);
+
+impl Cost {
+    /// A constant cost.
+    pub fn of(moves: f64, adds: f64, mults: f64, nlops: f64) -> Cost {
+        Cost([moves, adds, mults, nlops].map(Poly::constant))
+    }
+
+    /// `self + other`.
+    pub fn plus(&self, other: &Cost) -> Cost {
+        Cost(std::array::from_fn(|i| self.0[i].plus(&other.0[i])))
+    }
+
+    /// `n · self`.
+    pub fn scaled(&self, n: &Poly) -> Cost {
+        Cost(std::array::from_fn(|i| self.0[i].times(n)))
+    }
+
+    /// The components at the given sizes.
+    pub fn eval(&self, sizes: &HashMap<Name, f64>) -> [f64; 4] {
+        std::array::from_fn(|i| self.0[i].eval(sizes))
+    }
+}
+
+/// The cost of one primitive (Figure 11 and the extensions above).
+pub fn prim_cost(p: Prim) -> Cost {
+    match p {
+        Prim::Add | Prim::Sub => Cost::of(3.0, 1.0, 0.0, 0.0),
+        Prim::Mul | Prim::Div => Cost::of(3.0, 0.0, 1.0, 0.0),
+        Prim::Pow => Cost::of(3.0, 0.0, 0.0, 1.0),
+        Prim::Min | Prim::Max | Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge | Prim::Eq | Prim::Ne => {
+            Cost::of(3.0, 1.0, 0.0, 0.0)
+        }
+        Prim::And | Prim::Or => Cost::of(3.0, 0.0, 0.0, 0.0),
+        Prim::Not => Cost::of(2.0, 0.0, 0.0, 0.0),
+        Prim::Neg
+        | Prim::Sin
+        | Prim::Cos
+        | Prim::Tan
+        | Prim::Exp
+        | Prim::Log
+        | Prim::Sqrt
+        | Prim::Tanh
+        | Prim::Abs
+        | Prim::Sign => Cost::of(2.0, 0.0, 0.0, 1.0),
+    }
+}
+
+/// A term the cost model does not cover.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("the cost model covers first-order terms; found {0}")]
+pub struct CostError(pub String);
+
+/// The cost of a first-order term `e` whose free variables are `vars`
+/// (and the size variables `size_vars`).
+pub fn cost(vars: &[(Name, Type)], size_vars: &[Name], e: &Expr) -> Result<Cost, CostError> {
+    let mut typer = Typer::new(size_vars);
+    for (n, t) in vars {
+        typer.push(n.clone(), t.clone());
+    }
+    let mut c = Coster { typer };
+    c.cost(e)
+}
+
+struct Coster {
+    typer: Typer,
+}
+
+impl Coster {
+    fn length(&mut self, array: &Expr) -> Result<Poly, CostError> {
+        match self.typer.infer(array) {
+            Ok(Type::Array(_, n)) => Ok(Poly::size(&n)),
+            Ok(t) => Err(CostError(format!("an array operation on `{t}`"))),
+            Err(e) => Err(CostError(format!("an ill-typed term ({e})"))),
+        }
+    }
+
+    fn all(&mut self, es: &[Expr]) -> Result<Cost, CostError> {
+        let mut total = Cost::default();
+        for x in es {
+            total = total.plus(&self.cost(x)?);
+        }
+        Ok(total)
+    }
+
+    fn bind(&mut self, pat: &Pattern, ty: &Type) {
+        match (pat, ty) {
+            (Pattern::Var(n, _), _) => self.typer.push(n.clone(), ty.clone()),
+            (Pattern::Tuple(ps, _), Type::Tuple(ts)) => {
+                for (p, t) in ps.iter().zip(ts) {
+                    self.bind(p, t);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn cost(&mut self, e: &Expr) -> Result<Cost, CostError> {
+        gradlift_lang::deep::guard(|| self.cost_inner(e))
+    }
+
+    fn cost_inner(&mut self, e: &Expr) -> Result<Cost, CostError> {
+        let one_move = Cost::of(1.0, 0.0, 0.0, 0.0);
+        Ok(match &e.kind {
+            ExprKind::Const(_) | ExprKind::Var(_) => one_move,
+            ExprKind::Prim(p, args) => prim_cost(*p).plus(&self.all(args)?),
+            ExprKind::Tuple(es) => self.all(es)?,
+            ExprKind::Proj(x, _) | ExprKind::Index(x, _) => one_move.plus(&self.cost(x)?),
+            ExprKind::Let { .. } => {
+                let mark = self.typer.mark();
+                let mut total = Cost::default();
+                let mut cur = e;
+                while let ExprKind::Let {
+                    pat, value, body, ..
+                } = &cur.kind
+                {
+                    total = total.plus(&one_move).plus(&self.cost(value)?);
+                    let ty = self
+                        .typer
+                        .infer(value)
+                        .map_err(|e| CostError(format!("an ill-typed term ({e})")))?;
+                    self.bind(pat, &ty);
+                    cur = body;
+                }
+                let r = self.cost(cur).map(|c| total.plus(&c));
+                self.typer.pop_to(mark);
+                r?
+            }
+            ExprKind::If(c, t, f) => {
+                let (ct, cf) = (self.cost(t)?, self.cost(f)?);
+                let worst = Cost(std::array::from_fn(|i| {
+                    // The componentwise maximum, per monomial.
+                    let mut m = ct.0[i].clone();
+                    for (k, v) in &cf.0[i].terms {
+                        let e = m.terms.entry(k.clone()).or_insert(*v);
+                        *e = e.max(*v);
+                    }
+                    m
+                }));
+                self.cost(c)?.plus(&worst)
+            }
+            ExprKind::ArrayLit(es) => Cost::of(es.len() as f64, 0.0, 0.0, 0.0).plus(&self.all(es)?),
+            ExprKind::Builtin(b, args) => match b {
+                Builtin::Iota => self.builtin_moves(e)?,
+                Builtin::Replicate => self.builtin_moves(e)?.plus(&self.cost(&args[1])?),
+                Builtin::Concat => self.builtin_moves(e)?.plus(&self.all(args)?),
+                Builtin::Shift1L | Builtin::Shift1R => {
+                    let n = self.length(&args[0])?;
+                    Cost([n, Poly::default(), Poly::default(), Poly::default()])
+                        .plus(&self.cost(&args[0])?)
+                }
+                Builtin::Len => one_move.plus(&self.cost(&args[0])?),
+                Builtin::Take | Builtin::Drop => one_move.plus(&self.cost(&args[1])?),
+            },
+            ExprKind::ArrayOp(op, f, args) => {
+                let ExprKind::Lambda(params, body) = &f.kind else {
+                    return Err(CostError(format!(
+                        "`{}` with a function that is not a lambda",
+                        op.name()
+                    )));
+                };
+                let n = self.length(args.last().expect("an array argument"))?;
+                let arg_cost = self.all(args)?;
+                // Bind the parameters to the element (and accumulator) types.
+                let mark = self.typer.mark();
+                let elem = |t: Type| match t {
+                    Type::Array(t, _) => *t,
+                    t => t,
+                };
+                let ill =
+                    |e: gradlift_lang::TypeError| CostError(format!("an ill-typed term ({e})"));
+                let tys: Vec<Type> = match op {
+                    ArrayOp::Map | ArrayOp::Map2 => args
+                        .iter()
+                        .map(|a| self.typer.infer(a).map(elem))
+                        .collect::<Result<_, _>>()
+                        .map_err(ill)?,
+                    _ => vec![
+                        self.typer.infer(&args[0]).map_err(ill)?,
+                        self.typer.infer(&args[1]).map(elem).map_err(ill)?,
+                    ],
+                };
+                for (p, t) in params.iter().zip(&tys) {
+                    self.bind(&p.pat, t);
+                }
+                let body_cost = self.cost(body);
+                self.typer.pop_to(mark);
+                let per = match op {
+                    ArrayOp::Scanl | ArrayOp::Scanr => Cost::of(3.0, 0.0, 0.0, 0.0),
+                    _ => Cost::of(2.0, 0.0, 0.0, 0.0),
+                };
+                body_cost?.plus(&per).scaled(&n).plus(&arg_cost)
+            }
+            ExprKind::Lambda(..) | ExprKind::Apply(..) | ExprKind::PrimFn(_) => {
+                return Err(CostError("a function value".into()))
+            }
+        })
+    }
+
+    /// One move per element of the array `e` builds.
+    fn builtin_moves(&mut self, e: &Expr) -> Result<Cost, CostError> {
+        let n = self.length(e)?;
+        Ok(Cost([n, Poly::default(), Poly::default(), Poly::default()]))
+    }
+}
+
+/// NAO (§5.3): the nesting depth of array operations.
+pub fn nao(e: &Expr) -> usize {
+    gradlift_lang::deep::guard(|| match &e.kind {
+        ExprKind::ArrayOp(_, f, args) => {
+            let body = match &f.kind {
+                ExprKind::Lambda(_, body) => 1 + nao(body),
+                _ => 1,
+            };
+            args.iter().map(nao).fold(body, usize::max)
+        }
+        ExprKind::Let { .. } => {
+            // A let chain by a loop.
+            let mut depth = 0;
+            let mut cur = e;
+            while let ExprKind::Let { value, body, .. } = &cur.kind {
+                depth = depth.max(nao(value));
+                cur = body;
+            }
+            depth.max(nao(cur))
+        }
+        _ => e.children().into_iter().map(nao).max().unwrap_or(0),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gradlift_lang::parse_expr;
+
+    fn at(e: &str, vars: &[(&str, &str)], sizes: &[(&str, f64)]) -> [f64; 4] {
+        let vars: Vec<(Name, Type)> = vars
+            .iter()
+            .map(|(n, t)| (Name::from(*n), gradlift_lang::parse_type(t).unwrap()))
+            .collect();
+        let size_vars: Vec<Name> = sizes.iter().map(|(n, _)| Name::from(*n)).collect();
+        let c = cost(&vars, &size_vars, &parse_expr(e).unwrap()).unwrap();
+        let sizes: HashMap<Name, f64> = sizes.iter().map(|(n, v)| (Name::from(*n), *v)).collect();
+        c.eval(&sizes)
+    }
+
+    #[test]
+    fn a_product_of_two_variables() {
+        // Cost(*) + Cost(x) + Cost(y) = (3,0,1,0) + (1,0,0,0) + (1,0,0,0).
+        assert_eq!(
+            at("x * y", &[("x", "R"), ("y", "R")], &[]),
+            [5.0, 0.0, 1.0, 0.0]
+        );
+        // let: one move, plus both parts; sin is an op1.
+        assert_eq!(
+            at("let z = x + y in sin(z)", &[("x", "R"), ("y", "R")], &[]),
+            [1.0 + 5.0 + 3.0, 1.0, 0.0, 1.0]
+        );
+    }
+
+    #[test]
+    fn map2_at_n_10() {
+        // n·(Cost(x*y) + (2,0,0,0)) + Cost(A) + Cost(B) = 10·(7,0,1,0) + (2,0,0,0).
+        let vars = [("A", "[R; n]"), ("B", "[R; n]")];
+        assert_eq!(
+            at("map2 (x, y. x * y) A B", &vars, &[("n", 10.0)]),
+            [72.0, 0.0, 10.0, 0.0]
+        );
+        // reduce (+) 0 over it: 10·((5,1,0,0) + (2,0,0,0)) + Cost(0) + the map2.
+        assert_eq!(
+            at(
+                "reduce (a, b. a + b) 0 (map2 (x, y. x * y) A B)",
+                &vars,
+                &[("n", 10.0)]
+            ),
+            [70.0 + 1.0 + 72.0, 10.0, 10.0, 0.0]
+        );
+        // scans move three values per element; shifts n.
+        assert_eq!(
+            at("scanl (a, b. a * b) 1 A", &vars, &[("n", 10.0)]),
+            [10.0 * 8.0 + 2.0, 0.0, 10.0, 0.0]
+        );
+        assert_eq!(
+            at("shift1L A", &vars, &[("n", 10.0)]),
+            [11.0, 0.0, 0.0, 0.0]
+        );
+    }
+
+    #[test]
+    fn costs_are_polynomials_in_the_sizes() {
+        let vars = [("M", "[[R; d]; m]")];
+        let c = cost(
+            &vars.map(|(n, t)| (Name::from(n), gradlift_lang::parse_type(t).unwrap())),
+            &[Name::from("d"), Name::from("m")],
+            &parse_expr("map (row. reduce (a, b. a + b) 0 row) M").unwrap(),
+        )
+        .unwrap();
+        // m·(d·(5+2) + 1 + 1 + 2) + 1 moves; m·d adds.
+        assert_eq!(c.0[0].to_string(), "7·d·m + 4·m + 1");
+        assert_eq!(c.0[1].to_string(), "d·m");
+    }
+
+    #[test]
+    fn nao_counts_nesting() {
+        assert_eq!(nao(&parse_expr("x * y").unwrap()), 0);
+        assert_eq!(
+            nao(&parse_expr("reduce (a, b. a + b) 0 (map2 (x, y. x * y) A B)").unwrap()),
+            1
+        );
+        assert_eq!(
+            nao(&parse_expr("map (r. reduce (a, b. a + b) 0 r) M").unwrap()),
+            2
+        );
+    }
+}
