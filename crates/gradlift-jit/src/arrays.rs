@@ -1,0 +1,452 @@
+//! Loops for the array constructs: `map`, `map2`, `reduce`, `foldl`,
+//! `scanl`, `scanr`, and the builtins (`iota`, `replicate`, `concat`,
+//! `take`, `drop`, `shift1L`, `shift1R`, `len`), array literals and
+//! indexing.
+//!
+//! A loop is `header: i < n ? body : exit`; its index and any accumulator
+//! are Cranelift `Variable`s, everything else is SSA. The lambda's body is
+//! lowered inline in the loop body with its parameters bound to the loaded
+//! elements. Results are written to fresh workspace memory, element `i` at
+//! `ptr + i·stride`; slicing builtins return views (no copy). Arrays stored
+//! into a row are checked to have the row's shape, and every index, length
+//! and count is checked before memory is touched.
+
+use crate::abi::Status;
+use crate::lower::{unsupported, Translator};
+use crate::values::{load, mem, unchecked_bytes, ArrayVal, Shape, Values};
+use crate::JitError;
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{types, InstBuilder, Value};
+use gradlift_lang::syntax::{ArrayOp, Builtin, Expr, ExprKind, Param, Type};
+
+impl Translator<'_, '_> {
+    /// Runs `body(i)` for `i` in `0..n`.
+    pub fn for_range(
+        &mut self,
+        n: Value,
+        body: &mut dyn FnMut(&mut Self, Value) -> Result<(), JitError>,
+    ) -> Result<(), JitError> {
+        let index = self.b.declare_var(types::I64);
+        let zero = self.b.ins().iconst(types::I64, 0);
+        self.b.def_var(index, zero);
+        let (header, block, exit) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(header);
+        let i = self.b.use_var(index);
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, i, n);
+        self.b.ins().brif(more, block, &[], exit, &[]);
+        self.b.switch_to_block(block);
+        body(self, i)?;
+        let next = self.b.ins().iadd_imm_s(i, 1);
+        self.b.def_var(index, next);
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(exit);
+        Ok(())
+    }
+
+    /// Address of element `i` of an array whose elements take `stride` bytes.
+    fn element_addr(&mut self, ptr: Value, i: Value, stride: Value) -> Value {
+        let offset = self.b.ins().imul(i, stride);
+        self.b.ins().iadd(ptr, offset)
+    }
+
+    /// Fails with `status` unless `a` and `b` have the same lengths.
+    fn check_same_shape(&mut self, a: &Shape, b: &Shape, status: Status) -> Result<(), JitError> {
+        match (a, b) {
+            (Shape::Real, Shape::Real) => Ok(()),
+            (Shape::Tuple(xs), Shape::Tuple(ys)) if xs.len() == ys.len() => {
+                for (x, y) in xs.iter().zip(ys) {
+                    self.check_same_shape(x, y, status)?;
+                }
+                Ok(())
+            }
+            (Shape::Array(n, x), Shape::Array(m, y)) => {
+                if n != m {
+                    let same = self.b.ins().icmp(IntCC::Equal, *n, *m);
+                    self.check(same, status, *n);
+                }
+                self.check_same_shape(x, y, status)
+            }
+            _ => Err(JitError::Internal("layouts of different types".into())),
+        }
+    }
+
+    /// Stores `v` at `addr` as an element of layout `shape` (checking that
+    /// `v`'s arrays have the lengths of `shape`).
+    pub fn store(&mut self, addr: Value, v: &Values, shape: &Shape) -> Result<(), JitError> {
+        match (v, shape) {
+            (Values::Real(x), Shape::Real) => {
+                self.b.ins().store(mem(), *x, addr, 0);
+            }
+            (Values::Tuple(vs), Shape::Tuple(ss)) if vs.len() == ss.len() => {
+                let mut at = addr;
+                for (v, s) in vs.iter().zip(ss) {
+                    self.store(at, v, s)?;
+                    let k = unchecked_bytes(self.b, s);
+                    at = self.b.ins().iadd(at, k);
+                }
+            }
+            (Values::Array(a), Shape::Array(..)) => {
+                let own = Shape::Array(a.len, Box::new(a.elem.clone()));
+                self.check_same_shape(&own, shape, Status::ShapeMismatch)?;
+                let bytes = unchecked_bytes(self.b, &own);
+                self.copy(addr, a.ptr, bytes)?;
+            }
+            _ => {
+                return Err(JitError::Internal(
+                    "storing a value of another layout".into(),
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies `bytes` (a multiple of 8) from `src` to `dst`.
+    fn copy(&mut self, dst: Value, src: Value, bytes: Value) -> Result<(), JitError> {
+        let words = self.b.ins().ushr_imm_s(bytes, 3);
+        self.for_range(words, &mut |t, i| {
+            let offset = t.b.ins().ishl_imm_s(i, 3);
+            let from = t.b.ins().iadd(src, offset);
+            let to = t.b.ins().iadd(dst, offset);
+            let x = t.b.ins().load(types::F64, mem(), from, 0);
+            t.b.ins().store(mem(), x, to, 0);
+            Ok(())
+        })
+    }
+
+    /// New workspace memory for `n` elements of `shape`: (pointer, stride).
+    fn alloc_array(&mut self, n: Value, shape: &Shape) -> Result<(Value, Value), JitError> {
+        let stride = self.bytes(shape)?;
+        let total = self.mul_checked(n, stride);
+        Ok((self.alloc(total), stride))
+    }
+
+    /// Element `k` (negative counts from the end), bounds checked.
+    pub fn index(&mut self, a: &ArrayVal, k: i64) -> Result<Values, JitError> {
+        let i = if k < 0 {
+            self.b.ins().iadd_imm_s(a.len, k)
+        } else {
+            self.b.ins().iconst(types::I64, k)
+        };
+        let zero = self.b.ins().iconst(types::I64, 0);
+        let above = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, i, zero);
+        let below = self.b.ins().icmp(IntCC::SignedLessThan, i, a.len);
+        let ok = self.b.ins().band(above, below);
+        self.check(ok, Status::IndexOutOfBounds, i);
+        let stride = unchecked_bytes(self.b, &a.elem);
+        let addr = self.element_addr(a.ptr, i, stride);
+        Ok(load(self.b, addr, &a.elem))
+    }
+
+    /// `[e1, ..., ek]`.
+    pub fn array_literal(&mut self, e: &Expr, es: &[Expr]) -> Result<Values, JitError> {
+        let vs = es
+            .iter()
+            .map(|x| self.lower(x))
+            .collect::<Result<Vec<_>, _>>()?;
+        let shape = match vs.first() {
+            Some(v) => v.shape(),
+            None => match self.type_of(e)? {
+                Type::Array(elem, _) => Some(self.shape_of_type(&elem, false)?),
+                _ => None,
+            },
+        };
+        let Some(shape) = shape else {
+            return unsupported("an array of conditions");
+        };
+        let n = self.b.ins().iconst(types::I64, vs.len() as i64);
+        let (ptr, stride) = self.alloc_array(n, &shape)?;
+        let mut at = ptr;
+        for v in &vs {
+            self.store(at, v, &shape)?;
+            at = self.b.ins().iadd(at, stride);
+        }
+        Ok(Values::Array(ArrayVal {
+            ptr,
+            len: n,
+            elem: shape,
+        }))
+    }
+
+    /// A real used as a count: a whole number in `0..=MAX_LEN`.
+    fn count(&mut self, e: &Expr) -> Result<Value, JitError> {
+        let x = self.real(e)?;
+        let whole = self.b.ins().floor(x);
+        let is_whole = self.b.ins().fcmp(FloatCC::Equal, whole, x);
+        let zero = self.b.ins().f64const(0.0);
+        let limit = self.b.ins().f64const(crate::abi::MAX_LEN as f64);
+        let above = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, x, zero);
+        let below = self.b.ins().fcmp(FloatCC::LessThanOrEqual, x, limit);
+        let ok = self.b.ins().band(is_whole, above);
+        let ok = self.b.ins().band(ok, below);
+        let info = self.b.ins().iconst(types::I64, -1);
+        self.check(ok, Status::BadSize, info);
+        Ok(self.b.ins().fcvt_to_sint(types::I64, x))
+    }
+
+    /// The builtins.
+    pub fn builtin(&mut self, bi: Builtin, args: &[Expr]) -> Result<Values, JitError> {
+        match bi {
+            Builtin::Len => {
+                let a = self.array(&args[0])?;
+                Ok(Values::Real(self.b.ins().fcvt_from_sint(types::F64, a.len)))
+            }
+            Builtin::Iota => {
+                let n = self.count(&args[0])?;
+                let (ptr, _) = self.alloc_array(n, &Shape::Real)?;
+                self.for_range(n, &mut |t, i| {
+                    let x = t.b.ins().fcvt_from_sint(types::F64, i);
+                    let offset = t.b.ins().ishl_imm_s(i, 3);
+                    let at = t.b.ins().iadd(ptr, offset);
+                    t.b.ins().store(mem(), x, at, 0);
+                    Ok(())
+                })?;
+                Ok(Values::Array(ArrayVal {
+                    ptr,
+                    len: n,
+                    elem: Shape::Real,
+                }))
+            }
+            Builtin::Replicate => {
+                let n = self.count(&args[0])?;
+                let v = self.lower(&args[1])?;
+                let Some(shape) = v.shape() else {
+                    return unsupported("replicate of a condition");
+                };
+                let (ptr, stride) = self.alloc_array(n, &shape)?;
+                self.for_range(n, &mut |t, i| {
+                    let at = t.element_addr(ptr, i, stride);
+                    t.store(at, &v, &shape)
+                })?;
+                Ok(Values::Array(ArrayVal {
+                    ptr,
+                    len: n,
+                    elem: shape,
+                }))
+            }
+            Builtin::Concat => {
+                let a = self.array(&args[0])?;
+                let c = self.array(&args[1])?;
+                self.check_same_shape(&a.elem, &c.elem, Status::LengthMismatch)?;
+                let n = self.b.ins().iadd(a.len, c.len);
+                let (ptr, stride) = self.alloc_array(n, &a.elem)?;
+                let first = self.b.ins().imul(a.len, stride);
+                self.copy(ptr, a.ptr, first)?;
+                let second = self.b.ins().imul(c.len, stride);
+                let rest = self.b.ins().iadd(ptr, first);
+                self.copy(rest, c.ptr, second)?;
+                Ok(Values::Array(ArrayVal {
+                    ptr,
+                    len: n,
+                    elem: a.elem,
+                }))
+            }
+            Builtin::Take | Builtin::Drop => {
+                let k = self.count(&args[0])?;
+                let a = self.array(&args[1])?;
+                let fits = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, k, a.len);
+                self.check(fits, Status::TakeDropOutOfRange, k);
+                Ok(Values::Array(if bi == Builtin::Take {
+                    ArrayVal { len: k, ..a }
+                } else {
+                    let stride = unchecked_bytes(self.b, &a.elem);
+                    let ptr = self.element_addr(a.ptr, k, stride);
+                    let len = self.b.ins().isub(a.len, k);
+                    ArrayVal { ptr, len, ..a }
+                }))
+            }
+            Builtin::Shift1L | Builtin::Shift1R => {
+                // An empty array stays empty.
+                let a = self.array(&args[0])?;
+                let nonempty = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, a.len, 0);
+                let dropped = self.b.ins().uextend(types::I64, nonempty);
+                let len = self.b.ins().isub(a.len, dropped);
+                let ptr = if bi == Builtin::Shift1L {
+                    let stride = unchecked_bytes(self.b, &a.elem);
+                    self.element_addr(a.ptr, dropped, stride)
+                } else {
+                    a.ptr
+                };
+                Ok(Values::Array(ArrayVal { ptr, len, ..a }))
+            }
+        }
+    }
+
+    /// The lambda of an array operation.
+    fn lambda<'e>(&self, f: &'e Expr, arity: usize) -> Result<(&'e [Param], &'e Expr), JitError> {
+        match &f.kind {
+            ExprKind::Lambda(ps, body) if ps.len() == arity => Ok((ps, body)),
+            _ => unsupported("an array operation whose function is not a lambda"),
+        }
+    }
+
+    /// Binds the lambda's parameters and lowers its body.
+    fn apply(
+        &mut self,
+        params: &[Param],
+        body: &Expr,
+        args: Vec<Values>,
+        tys: &[Type],
+    ) -> Result<Values, JitError> {
+        for ((p, v), t) in params.iter().zip(args).zip(tys) {
+            self.bind(&p.pat, v, t)?;
+        }
+        self.lower(body)
+    }
+
+    /// `map`, `map2`, `reduce`, `foldl`, `scanl`, `scanr`.
+    pub fn array_op(&mut self, op: ArrayOp, f: &Expr, args: &[Expr]) -> Result<Values, JitError> {
+        let (params, body) = self.lambda(f, op.fn_arity())?;
+        let elem_ty = |t: Type| match t {
+            Type::Array(elem, _) => Ok(*elem),
+            _ => Err(JitError::Internal("expected an array type".into())),
+        };
+        match op {
+            ArrayOp::Map | ArrayOp::Map2 => {
+                let mut tys = Vec::new();
+                let mut arrays = Vec::new();
+                for a in args {
+                    tys.push(elem_ty(self.type_of(a)?)?);
+                    arrays.push(self.array(a)?);
+                }
+                let n = arrays[0].len;
+                if let [_, second] = &arrays[..] {
+                    let same = self.b.ins().icmp(IntCC::Equal, n, second.len);
+                    self.check(same, Status::LengthMismatch, second.len);
+                }
+                let mark = self.typer.mark();
+                for (p, t) in params.iter().zip(&tys) {
+                    bind_types(&mut self.typer, &p.pat, t);
+                }
+                let out_ty = self.type_of(body)?;
+                self.typer.pop_to(mark);
+                let shape = self.shape_of_type(&out_ty, false)?;
+                let (ptr, stride) = self.alloc_array(n, &shape)?;
+                let strides: Vec<Value> = arrays
+                    .iter()
+                    .map(|a| unchecked_bytes(self.b, &a.elem))
+                    .collect();
+                self.for_range(n, &mut |t, i| {
+                    let mut xs = Vec::new();
+                    for (a, s) in arrays.iter().zip(&strides) {
+                        let at = t.element_addr(a.ptr, i, *s);
+                        xs.push(load(t.b, at, &a.elem));
+                    }
+                    let y = t.apply(params, body, xs, &tys)?;
+                    let at = t.element_addr(ptr, i, stride);
+                    t.store(at, &y, &shape)
+                })?;
+                Ok(Values::Array(ArrayVal {
+                    ptr,
+                    len: n,
+                    elem: shape,
+                }))
+            }
+            ArrayOp::Reduce | ArrayOp::Foldl | ArrayOp::Scanl | ArrayOp::Scanr => {
+                let acc_ty = self.type_of(&args[0])?;
+                let tys = [acc_ty, elem_ty(self.type_of(&args[1])?)?];
+                let z = self.lower(&args[0])?;
+                let a = self.array(&args[1])?;
+                self.fold(op, params, body, z, a, &tys)
+            }
+        }
+    }
+
+    /// The left folds and scans: the accumulator is loop-carried.
+    fn fold(
+        &mut self,
+        op: ArrayOp,
+        params: &[Param],
+        body: &Expr,
+        z: Values,
+        a: ArrayVal,
+        tys: &[Type],
+    ) -> Result<Values, JitError> {
+        let Some(shape) = z.shape() else {
+            return unsupported("an accumulator that is a condition");
+        };
+        let flat = z.to_vec();
+        let vars: Vec<_> = flat
+            .iter()
+            .map(|v| {
+                let ty = self.b.func.dfg.value_type(*v);
+                let var = self.b.declare_var(ty);
+                self.b.def_var(var, *v);
+                var
+            })
+            .collect();
+        let scan = matches!(op, ArrayOp::Scanl | ArrayOp::Scanr);
+        let out = if scan {
+            let n = self.b.ins().iadd_imm_s(a.len, 1);
+            let (ptr, stride) = self.alloc_array(n, &shape)?;
+            let last = if op == ArrayOp::Scanl {
+                ptr
+            } else {
+                self.element_addr(ptr, a.len, stride)
+            };
+            self.store(last, &z, &shape)?;
+            Some((ptr, stride, n))
+        } else {
+            None
+        };
+        let in_stride = unchecked_bytes(self.b, &a.elem);
+        self.for_range(a.len, &mut |t, k| {
+            // scanr walks from the last element to the first.
+            let i = if op == ArrayOp::Scanr {
+                let last = t.b.ins().iadd_imm_s(a.len, -1);
+                t.b.ins().isub(last, k)
+            } else {
+                k
+            };
+            let current: Vec<Value> = vars.iter().map(|v| t.b.use_var(*v)).collect();
+            let acc = z.rebuild(&mut current.into_iter());
+            let at = t.element_addr(a.ptr, i, in_stride);
+            let x = load(t.b, at, &a.elem);
+            let next = t.apply(params, body, vec![acc, x], tys)?;
+            let next_flat = next.to_vec();
+            if next_flat.len() != vars.len() {
+                return Err(JitError::Internal("accumulator layout changes".into()));
+            }
+            if let Some((ptr, stride, _)) = out {
+                let slot = if op == ArrayOp::Scanl {
+                    t.b.ins().iadd_imm_s(i, 1)
+                } else {
+                    i
+                };
+                let at = t.element_addr(ptr, slot, stride);
+                t.store(at, &next, &shape)?;
+            }
+            for (var, v) in vars.iter().zip(next_flat) {
+                t.b.def_var(*var, v);
+            }
+            Ok(())
+        })?;
+        if let Some((ptr, _, n)) = out {
+            return Ok(Values::Array(ArrayVal {
+                ptr,
+                len: n,
+                elem: shape,
+            }));
+        }
+        let current: Vec<Value> = vars.iter().map(|v| self.b.use_var(*v)).collect();
+        Ok(z.rebuild(&mut current.into_iter()))
+    }
+}
+
+/// Pushes the types a pattern binds.
+fn bind_types(typer: &mut gradlift_lang::types::Typer, pat: &gradlift_lang::Pattern, ty: &Type) {
+    use gradlift_lang::Pattern;
+    match (pat, ty) {
+        (Pattern::Var(n, _), t) => typer.push(n.clone(), t.clone()),
+        (Pattern::Tuple(ps, _), Type::Tuple(ts)) => {
+            for (p, t) in ps.iter().zip(ts) {
+                bind_types(typer, p, t)
+            }
+        }
+        _ => {}
+    }
+}

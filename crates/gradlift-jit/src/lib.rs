@@ -1,0 +1,59 @@
+//! Native code for gradlift programs with Cranelift.
+//!
+//! A first-order closed term ([`gradlift_ad::inline::Closed`]) is lowered
+//! to Cranelift IR (`lower.rs`, `arrays.rs`, the primitive table in
+//! `prims.rs`), compiled for the host by the JIT module, and called through
+//! a safe API that checks shapes ([`Compiled::call`]) or through the raw
+//! native ABI of [`abi`] (documented in `docs/abi.md`).
+//!
+//! ```
+//! use gradlift_lang::{check_source, Value};
+//! let checked = check_source("<doc>", "def dot(a: [R; n], b: [R; n]) -> R = reduce (+) 0 (map2 (*) a b)").unwrap();
+//! let closed = gradlift_ad::inline::inline(&checked, 0);
+//! let f = gradlift_jit::Jit::new().unwrap().compile(&closed).unwrap();
+//! let v = f.call(&[Value::reals(&[1.0, 2.0]), Value::reals(&[3.0, 4.0])]).unwrap();
+//! assert_eq!(v.as_real(), Some(11.0));
+//! ```
+#![warn(missing_docs)]
+
+pub mod abi;
+mod arrays;
+mod jit;
+mod layout;
+mod lower;
+mod prims;
+mod values;
+
+pub use abi::{RawFn, Status};
+pub use jit::{Compiled, Jit, MAX_WORKSPACE};
+
+/// Why a term could not be compiled.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum JitError {
+    /// A construct the backend does not lower yet.
+    #[error("the JIT does not support {0} yet")]
+    Unsupported(String),
+    /// The term breaks an invariant of its input (a bug upstream).
+    #[error("malformed input to the JIT: {0}")]
+    Internal(String),
+    /// Cranelift rejected the function.
+    #[error("code generation failed: {0}")]
+    Codegen(String),
+    /// Cranelift's verifier rejected the generated IR (a bug here).
+    #[error("the generated IR does not verify: {0}")]
+    Verifier(String),
+}
+
+/// Why a call failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CallError {
+    /// The arguments do not fit the parameters.
+    #[error("{0}")]
+    Arguments(String),
+    /// The code stopped with an error status.
+    #[error("{}", .0.describe())]
+    Status(Status),
+    /// The code needs more workspace than [`MAX_WORKSPACE`] bytes.
+    #[error("the call needs at least {0} bytes of workspace, more than the limit")]
+    WorkspaceLimit(u64),
+}
