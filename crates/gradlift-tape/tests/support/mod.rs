@@ -1,0 +1,3 @@
+//! Code shared by the integration tests and the example program.
+
+pub mod models;
