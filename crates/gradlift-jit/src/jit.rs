@@ -75,6 +75,7 @@ impl Jit {
     }
 
     fn lower(&self, module: &mut JITModule, closed: &Closed) -> Result<Context, JitError> {
+        let closed = &crate::eta::expand(closed);
         let mut ctx = module.make_context();
         let ptr = types::I64;
         for _ in 0..6 {

@@ -18,6 +18,7 @@
 
 pub mod abi;
 mod arrays;
+mod eta;
 mod jit;
 mod layout;
 mod lower;
