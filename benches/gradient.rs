@@ -28,6 +28,7 @@ fn differentiate(c: &mut Criterion) {
             let options = Options {
                 route,
                 construction: Construction::Sparse,
+                optimize: false,
             };
             g.bench_with_input(BenchmarkId::new(name, n), &module, |b, m| {
                 // The gradient program is dropped outside the timed region.

@@ -11,6 +11,8 @@
 pub use gradlift_ad as ad;
 pub use gradlift_ad::direct::{Construction, Route};
 pub use gradlift_ad::pipeline::Options as GradOptions;
+pub use gradlift_jit as jit;
+pub use gradlift_jit::Jit;
 pub use gradlift_lang as lang;
 pub use gradlift_lang::{Args, Name, SourceFile, Span, Type, Value};
 
@@ -44,6 +46,16 @@ pub enum Error {
     /// The function cannot be differentiated as asked.
     #[error("{0}")]
     Differentiate(#[from] gradlift_ad::direct::AdError),
+    /// The native backend cannot compile the program.
+    #[error("{0}")]
+    Compile(#[from] gradlift_jit::JitError),
+}
+
+fn call_error(e: gradlift_jit::CallError) -> Error {
+    match e {
+        gradlift_jit::CallError::Arguments(m) => Error::Args(format!("error: {m}")),
+        other => Error::Eval(format!("error: {other}")),
+    }
 }
 
 /// A parsed and type-checked program.
@@ -170,6 +182,13 @@ impl<'p> Function<'p> {
         }
     }
 
+    /// Compiles it to native code.
+    pub fn compile(&self, jit: &Jit) -> Result<CompiledFunction, Error> {
+        Ok(CompiledFunction {
+            compiled: jit.compile(&self.closed())?,
+        })
+    }
+
     /// The definition inlined into one closed term.
     pub fn closed(&self) -> gradlift_ad::inline::Closed {
         gradlift_ad::inline::inline(&self.program.checked, self.index)
@@ -190,7 +209,81 @@ pub struct GradientProgram<'p> {
     gradient: gradlift_ad::pipeline::Gradient,
 }
 
+/// A function compiled to native code.
+pub struct CompiledFunction {
+    compiled: gradlift_jit::Compiled,
+}
+
+impl CompiledFunction {
+    /// Its value at `args` (shapes checked).
+    pub fn call(&self, args: &[Value]) -> Result<Value, Error> {
+        self.compiled.call(args).map_err(call_error)
+    }
+
+    /// The native code and its raw entry point (see docs/abi.md).
+    pub fn native(&self) -> &gradlift_jit::Compiled {
+        &self.compiled
+    }
+}
+
+/// A gradient program compiled to native code.
+pub struct CompiledGradient {
+    compiled: gradlift_jit::Compiled,
+    wrt: usize,
+}
+
+impl CompiledGradient {
+    /// Value and gradient at `args` (shapes checked): one cotangent per
+    /// differentiated parameter.
+    pub fn call(&self, args: &[Value]) -> Result<(f64, Vec<Value>), Error> {
+        let out = self.compiled.call(args).map_err(call_error)?;
+        Ok(split_gradient(out, self.wrt))
+    }
+
+    /// The native code and its raw entry point (see docs/abi.md).
+    pub fn native(&self) -> &gradlift_jit::Compiled {
+        &self.compiled
+    }
+}
+
+/// `(value, gradient)` as a value and one cotangent per parameter.
+fn split_gradient(out: Value, wrt: usize) -> (f64, Vec<Value>) {
+    let Value::Tuple(parts) = out else {
+        unreachable!("a gradient program returns (value, gradient)")
+    };
+    let value = parts[0].as_real().expect("the value is a real");
+    let grads = match (&parts[1], wrt) {
+        (g, 1) => vec![g.clone()],
+        (Value::Tuple(gs), _) => gs.to_vec(),
+        _ => unreachable!("several cotangents form a tuple"),
+    };
+    (value, grads)
+}
+
 impl GradientProgram<'_> {
+    /// Compiles the gradient program to native code; it must be first
+    /// order (optimized, the default).
+    pub fn compile(&self, jit: &Jit) -> Result<CompiledGradient, Error> {
+        let g = &self.gradient;
+        let grads: Vec<Type> = g.wrt.iter().map(|(_, t)| t.clone()).collect();
+        let grad_ty = if grads.len() == 1 {
+            grads[0].clone()
+        } else {
+            Type::Tuple(grads)
+        };
+        let closed = gradlift_ad::inline::Closed {
+            name: Name::from(format!("{}_grad", g.closed.name)),
+            params: g.closed.params.clone(),
+            size_vars: g.closed.size_vars.clone(),
+            ret: Type::Tuple(vec![Type::Real, grad_ty]),
+            body: g.term.clone(),
+        };
+        Ok(CompiledGradient {
+            compiled: jit.compile(&closed)?,
+            wrt: g.wrt.len(),
+        })
+    }
+
     /// The Target term.
     pub fn term(&self) -> &gradlift_lang::Expr {
         &self.gradient.term
@@ -219,15 +312,6 @@ impl GradientProgram<'_> {
         }
         let out = gradlift_lang::interp::eval_expr(&f.program.checked, &vars, &self.gradient.term)
             .map_err(|e| f.run_error(e))?;
-        let Value::Tuple(parts) = out else {
-            unreachable!("a gradient program returns (value, gradient)")
-        };
-        let value = parts[0].as_real().expect("the value is a real");
-        let grads = match (&parts[1], self.gradient.wrt.len()) {
-            (g, 1) => vec![g.clone()],
-            (Value::Tuple(gs), _) => gs.to_vec(),
-            _ => unreachable!("several cotangents form a tuple"),
-        };
-        Ok((value, grads))
+        Ok(split_gradient(out, self.gradient.wrt.len()))
     }
 }

@@ -92,6 +92,7 @@ fn example_gradients_match_finite_differences() {
                     GradOptions {
                         route,
                         construction: Construction::Sparse,
+                        optimize: true,
                     },
                 )
                 .unwrap();

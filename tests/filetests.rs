@@ -54,7 +54,11 @@ fn run_stage(
             gradlift::ad::pipeline::target_unf(&closed).to_string(),
             None,
         )),
-        "target" => {
+        "target" | "opt" => {
+            let options = GradOptions {
+                optimize: stage == "opt",
+                ..options
+            };
             let gradient = function
                 .gradient(None, options)
                 .map_err(|e| format!("differentiation failed: {e}"))?;
@@ -68,7 +72,7 @@ fn run_stage(
             Ok((def.to_string(), Some(term.clone())))
         }
         other => Err(format!(
-            "unknown stage `{other}` (known: source, unf, target-unf, target)"
+            "unknown stage `{other}` (known: source, unf, target-unf, target, opt)"
         )),
     }
 }

@@ -107,7 +107,7 @@ impl Poly {
                     .map(|v| sizes.get(v).copied().unwrap_or(0.0))
                     .product::<f64>()
             })
-            .sum()
+            .fold(0.0, |a, b| a + b)
     }
 }
 
@@ -294,14 +294,27 @@ impl Coster {
                 Builtin::Take | Builtin::Drop => one_move.plus(&self.cost(&args[1])?),
             },
             ExprKind::ArrayOp(op, f, args) => {
-                let ExprKind::Lambda(params, body) = &f.kind else {
-                    return Err(CostError(format!(
-                        "`{}` with a function that is not a lambda",
-                        op.name()
-                    )));
-                };
                 let n = self.length(args.last().expect("an array argument"))?;
                 let arg_cost = self.all(args)?;
+                let per = match op {
+                    ArrayOp::Scanl | ArrayOp::Scanr => Cost::of(3.0, 0.0, 0.0, 0.0),
+                    _ => Cost::of(2.0, 0.0, 0.0, 0.0),
+                };
+                let (params, body) = match &f.kind {
+                    ExprKind::Lambda(params, body) => (params, body),
+                    // `(*)` is `(x, y. x * y)`: the primitive and a move per argument.
+                    ExprKind::PrimFn(p) => {
+                        let body =
+                            prim_cost(*p).plus(&Cost::of(p.info().arity as f64, 0.0, 0.0, 0.0));
+                        return Ok(body.plus(&per).scaled(&n).plus(&arg_cost));
+                    }
+                    _ => {
+                        return Err(CostError(format!(
+                            "`{}` with a function that is not a lambda",
+                            op.name()
+                        )))
+                    }
+                };
                 // Bind the parameters to the element (and accumulator) types.
                 let mark = self.typer.mark();
                 let elem = |t: Type| match t {
@@ -326,10 +339,6 @@ impl Coster {
                 }
                 let body_cost = self.cost(body);
                 self.typer.pop_to(mark);
-                let per = match op {
-                    ArrayOp::Scanl | ArrayOp::Scanr => Cost::of(3.0, 0.0, 0.0, 0.0),
-                    _ => Cost::of(2.0, 0.0, 0.0, 0.0),
-                };
                 body_cost?.plus(&per).scaled(&n).plus(&arg_cost)
             }
             ExprKind::Lambda(..) | ExprKind::Apply(..) | ExprKind::PrimFn(_) => {

@@ -79,6 +79,9 @@ pub enum AdError {
     /// `--wrt` names something that is not a parameter.
     #[error("`{0}` is not a parameter that can be differentiated")]
     UnknownParameter(Name),
+    /// Simplification failed (a broken invariant of the gradient program).
+    #[error("simplifying the gradient program: {0}")]
+    Simplify(#[from] crate::simplify::SimplifyError),
 }
 
 pub(crate) type AdResult<T> = Result<T, AdError>;

@@ -5,6 +5,9 @@
 //!        ─unf-inverse─▶ Target ─simplify─▶ first-order Target
 //! ```
 //!
+//! Stage names (for `emit --stage`): `source`, `unf`, `target-unf`,
+//! `target`, `opt`.
+//!
 //! `--via direct` replaces `unf`, `reverse` and `unf-inverse` by the one
 //! pass `direct` (Figure 5). Reading [`PASSES`] tells the whole compiler;
 //! `gradlift emit --stage` stops after any pass, and [`verify`] checks the
@@ -13,6 +16,7 @@
 use crate::direct::{self, AdError, Construction, Route};
 use crate::inline::{inline, Closed};
 use crate::reverse_unf::{reverse_unf, TargetUnf};
+use crate::simplify::{is_first_order, simplify, Options as SimplifyOptions};
 use crate::unf::{unf, Unf};
 use crate::unf_inverse;
 use gradlift_lang::syntax::*;
@@ -52,15 +56,33 @@ pub const PASSES: &[Pass] = &[
         description: "name the stack entries and build the continuation chain: (value, gradient)",
         source: "Figure 10 (or Figure 5 by --via direct)",
     },
+    Pass {
+        name: "opt",
+        description:
+            "partial evaluation, the rewrites of Figure 12, CSE and DCE: a first-order program",
+        source: "§5.1, Figure 12, Lemma 5.3",
+    },
 ];
 
 /// Options of differentiation.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct Options {
     /// UNF (default) or direct.
     pub route: Route,
     /// Sparse continuations (default) or literal ones.
     pub construction: Construction,
+    /// Run the `opt` pass (default): partial evaluation and simplification.
+    pub optimize: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            route: Route::default(),
+            construction: Construction::default(),
+            optimize: true,
+        }
+    }
 }
 
 /// A gradient program: a Target term over the function's parameters and
@@ -91,13 +113,24 @@ pub fn gradient(
         Route::Direct => direct::reverse(&closed, &wrt_names, options.construction)?,
     };
     let wrt = direct::check_wrt(&closed, &wrt_names)?;
-    let g = Gradient { closed, wrt, term };
+    let mut g = Gradient { closed, wrt, term };
     if cfg!(debug_assertions) {
         if let Err(e) = verify(&g) {
             panic!(
-                "the gradient of `{}` fails verification: {e}\n{}",
+                "the gradient of `{}` fails verification after `target`: {e}\n{}",
                 g.closed.name, g.term
             );
+        }
+    }
+    if options.optimize {
+        g.term = simplify(&g.term, &SimplifyOptions::default())?;
+        if cfg!(debug_assertions) {
+            if let Err(e) = verify(&g).and_then(|()| is_first_order(&g.term).map_err(|(_, m)| m)) {
+                panic!(
+                    "the gradient of `{}` fails verification after `opt`: {e}\n{}",
+                    g.closed.name, g.term
+                );
+            }
         }
     }
     Ok(g)

@@ -38,6 +38,7 @@ fn differentiate(text: String, steps: usize) {
             Options {
                 route,
                 construction: Construction::Sparse,
+                optimize: true,
             },
         )
         .unwrap();

@@ -53,13 +53,44 @@ enum Command {
     /// Stages: source (the function inlined into one term, every binder
     /// renamed apart), unf (Source UNF, Figure 9), target-unf (Figure 8),
     /// target (the gradient program, Figure 10 or Figure 5 with --via
-    /// direct). source and target print definitions gradlift parses back.
+    /// direct), opt (after partial evaluation and the rewrites of Figure
+    /// 12). source, target and opt print definitions gradlift parses back.
     #[command(after_help = concat!(
         "Examples:\n",
         "  gradlift emit examples/example_1_1.grad --stage unf\n",
-        "  gradlift emit examples/dot.grad --stage target --via direct"
+        "  gradlift emit examples/dot.grad --stage target --via direct\n",
+        "  gradlift emit examples/prod.grad --stage opt"
     ))]
     Emit(EmitArgs),
+    /// The cost model of Figure 11 and the cheap-gradient bound.
+    ///
+    /// Prints Cost(e) of the function and Cost(∇e) of its optimized gradient
+    /// program — (MOVES, ADDS, MULTS, NLOPS), each a polynomial in the size
+    /// variables evaluated at --sizes — their ratio per component and in
+    /// total, p = NAO(e), the bound 4·3^p of Theorem 5.4, and whether the
+    /// total ratio is within it. With --json, one object {"primal": {…},
+    /// "gradient": {…}, "nao": p, "bound": b, "ratio": r, "holds": bool}.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  gradlift cost examples/dot.grad --sizes n=1000\n",
+        "  gradlift cost examples/mlp.grad --sizes d=8,h=16,m=100 --json"
+    ))]
+    Cost(CostArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct CostArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Values of the size variables: `n=1000,k=5`.
+    #[arg(long, value_name = "SIZES", default_value = "")]
+    sizes: String,
+    /// Which transformation differentiates.
+    #[arg(long, value_enum, default_value_t = Via::Unf)]
+    via: Via,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -79,7 +110,7 @@ struct EvalArgs {
     #[arg(long, value_name = "ARGS", long_help = ARGS_HELP)]
     at: String,
     /// Which engine runs the program.
-    #[arg(long, value_enum, default_value_t = Engine::Interp)]
+    #[arg(long, value_enum, default_value_t = Engine::Jit)]
     engine: Engine,
     /// Print one JSON object on stdout.
     #[arg(long)]
@@ -94,7 +125,7 @@ struct GradArgs {
     #[arg(long, value_name = "ARGS", long_help = ARGS_HELP)]
     at: String,
     /// Which engine runs the gradient program.
-    #[arg(long, value_enum, default_value_t = Engine::Interp)]
+    #[arg(long, value_enum, default_value_t = Engine::Jit)]
     engine: Engine,
     /// Which transformation differentiates.
     #[arg(long, value_enum, default_value_t = Via::Unf)]
@@ -114,7 +145,7 @@ struct EmitArgs {
     /// The stage to print.
     #[arg(long, value_enum)]
     stage: Stage,
-    /// Which transformation differentiates (for --stage target).
+    /// Which transformation differentiates (for --stage target and opt).
     #[arg(long, value_enum, default_value_t = Via::Unf)]
     via: Via,
     /// Build every continuation as a lambda over the whole context, as
@@ -126,8 +157,14 @@ struct EmitArgs {
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Engine {
+    /// Native code compiled with Cranelift.
+    Jit,
     /// The reference interpreter (the semantics of the language).
     Interp,
+}
+
+fn jit() -> Result<gradlift::Jit, String> {
+    gradlift::Jit::new().map_err(|e| format!("error: {e}"))
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -148,6 +185,9 @@ enum Stage {
     TargetUnf,
     /// The gradient program (Figure 10, or Figure 5 with --via direct).
     Target,
+    /// The gradient program after partial evaluation and the rewrites of
+    /// Figure 12: first order, what the backends run.
+    Opt,
 }
 
 fn main() -> ExitCode {
@@ -156,6 +196,7 @@ fn main() -> ExitCode {
         Command::Eval(a) => eval(a),
         Command::Grad(a) => grad(a),
         Command::Emit(a) => emit(a),
+        Command::Cost(a) => cost(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -205,9 +246,12 @@ fn eval(a: EvalArgs) -> Result<(), String> {
     let function = function(&program, &a.target)?;
     let args = read_args("--at", &a.at)?;
     let values = function.args(&args).map_err(|e| e.to_string())?;
+    let interp = || function.eval(&values);
     let value = match a.engine {
-        Engine::Interp => function.eval(&values).map_err(|e| e.to_string())?,
-    };
+        Engine::Interp => interp(),
+        Engine::Jit => native(function.compile(&jit()?).map(|f| f.call(&values)), interp),
+    }
+    .map_err(|e| e.to_string())?;
     if a.json {
         println!("{}", serde_json::json!({ "value": value.to_json() }));
     } else {
@@ -216,7 +260,31 @@ fn eval(a: EvalArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn options(via: Via, literal: bool) -> GradOptions {
+/// The result of native code, with the reference interpreter as the
+/// authority on errors: a run-time error in native code is reported as the
+/// interpreter reports it, with its position in the source, and a program
+/// the JIT cannot compile (a Target-only form) runs on the interpreter.
+fn native<T>(
+    compiled: Result<Result<T, gradlift::Error>, gradlift::Error>,
+    interp: impl FnOnce() -> Result<T, gradlift::Error>,
+) -> Result<T, gradlift::Error> {
+    match compiled {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(gradlift::Error::Eval(native))) => match interp() {
+            Err(e) => Err(e),
+            // Native code failed where the interpreter does not: report it.
+            Ok(_) => Err(gradlift::Error::Eval(native)),
+        },
+        Ok(Err(e)) => Err(e),
+        Err(gradlift::Error::Compile(gradlift::jit::JitError::Unsupported(what))) => {
+            eprintln!("note: the JIT does not support {what} yet; running on the interpreter");
+            interp()
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn options(via: Via, literal: bool, optimize: bool) -> GradOptions {
     GradOptions {
         route: match via {
             Via::Unf => Route::Unf,
@@ -227,6 +295,7 @@ fn options(via: Via, literal: bool) -> GradOptions {
         } else {
             Construction::Sparse
         },
+        optimize,
     }
 }
 
@@ -239,11 +308,14 @@ fn grad(a: GradArgs) -> Result<(), String> {
         .wrt
         .map(|w| w.iter().map(|n| Name::from(n.trim())).collect());
     let program = function
-        .gradient(wrt.as_deref(), options(a.via, false))
+        .gradient(wrt.as_deref(), options(a.via, false, true))
         .map_err(|e| format!("error: {e}"))?;
+    let interp = || program.eval(&values);
     let (value, grads) = match a.engine {
-        Engine::Interp => program.eval(&values).map_err(|e| e.to_string())?,
-    };
+        Engine::Interp => interp(),
+        Engine::Jit => native(program.compile(&jit()?).map(|g| g.call(&values)), interp),
+    }
+    .map_err(|e| e.to_string())?;
     let names: Vec<&str> = program.wrt().collect();
     if a.json {
         let gradient: serde_json::Map<String, serde_json::Value> = names
@@ -296,9 +368,10 @@ fn emit(a: EmitArgs) -> Result<(), String> {
         ),
         Stage::Unf => print!("{}", gradlift::ad::pipeline::source_unf(&closed)),
         Stage::TargetUnf => print!("{}", gradlift::ad::pipeline::target_unf(&closed)),
-        Stage::Target => {
+        Stage::Target | Stage::Opt => {
+            let optimize = matches!(a.stage, Stage::Opt);
             let g = function
-                .gradient(None, options(a.via, a.literal))
+                .gradient(None, options(a.via, a.literal, optimize))
                 .map_err(|e| format!("error: {e}"))?;
             let grads: Vec<gradlift::Type> = closed.context().into_iter().map(|(_, t)| t).collect();
             let grad_ty = if grads.len() == 1 {
@@ -313,5 +386,93 @@ fn emit(a: EmitArgs) -> Result<(), String> {
             );
         }
     }
+    Ok(())
+}
+
+/// Reads `n=1000,k=5`.
+fn read_sizes(text: &str) -> Result<std::collections::HashMap<Name, f64>, String> {
+    let mut sizes = std::collections::HashMap::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let Some((name, value)) = part.split_once('=') else {
+            return Err(format!(
+                "error: --sizes: `{part}` is not of the form name=value"
+            ));
+        };
+        let v: u64 = value.trim().parse().map_err(|_| {
+            format!(
+                "error: --sizes: the size `{}` must be a whole number ≥ 0, not `{}`",
+                name.trim(),
+                value.trim()
+            )
+        })?;
+        sizes.insert(Name::from(name.trim()), v as f64);
+    }
+    Ok(sizes)
+}
+
+fn cost(a: CostArgs) -> Result<(), String> {
+    use gradlift::ad::cost::{cost, nao};
+    let program = load(&a.target.file)?;
+    let function = function(&program, &a.target)?;
+    let sizes = read_sizes(&a.sizes)?;
+    let closed = function.closed();
+    if let Some(v) = closed.size_vars.iter().find(|v| !sizes.contains_key(*v)) {
+        return Err(format!(
+            "error: the size `{v}` has no value: give it with --sizes {v}=…"
+        ));
+    }
+    if let Some(v) = sizes.keys().find(|v| !closed.size_vars.contains(v)) {
+        return Err(format!(
+            "error: --sizes: `{v}` is not a size variable of `{}`",
+            closed.name
+        ));
+    }
+    let g = function
+        .gradient(None, options(a.via, false, true))
+        .map_err(|e| format!("error: {e}"))?;
+    let ctx = closed.context();
+    let primal = cost(&ctx, &closed.size_vars, &closed.body).map_err(|e| format!("error: {e}"))?;
+    let gradient = cost(&ctx, &closed.size_vars, g.term()).map_err(|e| format!("error: {e}"))?;
+    let p = nao(&closed.body);
+    let bound = 4.0 * 3f64.powi(p as i32);
+    let (pv, gv) = (primal.eval(&sizes), gradient.eval(&sizes));
+    let (pt, gt): (f64, f64) = (pv.iter().sum(), gv.iter().sum());
+    let ratio = gt / pt;
+    let holds = gt <= bound * pt;
+    let names = ["moves", "adds", "mults", "nlops"];
+    if a.json {
+        let obj = |v: [f64; 4]| {
+            let m: serde_json::Map<String, serde_json::Value> = names
+                .iter()
+                .zip(v)
+                .map(|(n, x)| (n.to_string(), serde_json::json!(x)))
+                .collect();
+            serde_json::Value::Object(m)
+        };
+        println!(
+            "{}",
+            serde_json::json!({
+                "primal": obj(pv), "gradient": obj(gv), "nao": p, "bound": bound, "ratio": ratio, "holds": holds
+            })
+        );
+        return Ok(());
+    }
+    println!(
+        "{:<8} {:>14} {:>14} {:>8}",
+        "", "Cost(e)", "Cost(∇e)", "ratio"
+    );
+    for (i, n) in names.iter().enumerate() {
+        let r = if pv[i] == 0.0 {
+            "-".to_string()
+        } else {
+            format!("{:.2}", gv[i] / pv[i])
+        };
+        println!("{:<8} {:>14} {:>14} {:>8}", n, pv[i], gv[i], r);
+    }
+    println!("{:<8} {:>14} {:>14} {:>8.2}", "total", pt, gt, ratio);
+    println!(
+        "NAO p = {p}, bound 4·3^p = {bound}: {}",
+        if holds { "holds" } else { "DOES NOT HOLD" }
+    );
     Ok(())
 }

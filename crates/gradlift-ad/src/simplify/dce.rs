@@ -1,0 +1,253 @@
+//! DCE — dead-code elimination and single-use inlining (Figure 12
+//! "let x₁ = e₁ in e₂ ⇝ e₂ if x₁ ∉ FV(e₂)"): first-order Target →
+//! first-order Target.
+//!
+//! Input: the output of partial evaluation (or of CSE): every binder has a
+//! name used by no other binder and by no free variable. Output: the same
+//! term without the `let`s whose variables are unused (components of a
+//! tuple pattern that are unused become `_`), and with each variable that
+//! is used exactly once, not inside a lambda that does not also contain its
+//! `let`, replaced by its value when that value is shallow (height at most
+//! [`MAX_INLINE_HEIGHT`]). Inlining moves a computation, never repeats it:
+//! a value used under a lambda would be recomputed per element, and a value
+//! used twice would be computed twice, so neither is inlined. The height
+//! bound keeps long accumulation chains (a gradient summed over 100,000
+//! bindings) as `let` chains rather than one 100,000-deep expression.
+//!
+//! Relies on: purity. Every construct is pure, and the language is total
+//! except for run-time size and index errors (`A[5]` of a shorter array, a
+//! `map2` of arrays whose lengths differ): dropping an unused `A[5]`, or
+//! moving one into a branch of `if` not taken, removes that error. This is
+//! accepted, as in every optimizing compiler for a pure language.
+//!
+//! Three linear walks: count the uses of each variable; sweep the `let`
+//! chains from the inside out, dropping dead bindings and uncounting the
+//! uses in what they bound, so bindings that only fed dead ones die too;
+//! inline forward through an environment of pending values.
+
+use super::names::*;
+use super::rules::{Rule, Stats};
+use super::term::*;
+use gradlift_lang::deep::guard;
+use gradlift_lang::syntax::*;
+
+/// The deepest value inlined into its single use.
+pub const MAX_INLINE_HEIGHT: u32 = 10;
+
+/// What a run found.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Report {
+    /// An array computation was inlined into its use: partial evaluation
+    /// may now find a fusion or an array rule it could not see through the
+    /// variable.
+    pub exposed_arrays: bool,
+}
+
+/// Removes dead `let`s and inlines single-use values. Inlining the
+/// variables in `quiet` (temporaries of CSE) is not counted as a rewrite.
+pub(super) fn run(e: Expr, quiet: &FxSet<Name>, stats: &mut Stats) -> (Expr, Report) {
+    let mut uses = Uses::default();
+    uses.count(&e, 0);
+    let e = if uses.of.values().any(|u| u.count == 0) {
+        Sweep {
+            uses: &mut uses,
+            stats: &mut *stats,
+        }
+        .sweep(e)
+    } else {
+        e
+    };
+    let mut inline = Inline {
+        uses: &uses,
+        pending: FxMap::default(),
+        quiet,
+        report: Report::default(),
+        stats,
+    };
+    let (e, _) = inline.inline(e);
+    (e, inline.report)
+}
+
+/// Uses of a `let`-bound variable.
+#[derive(Debug)]
+struct Use {
+    count: u32,
+    /// How many lambdas enclose the binding.
+    depth: u32,
+    /// Whether some use lies inside a lambda that does not enclose the binding.
+    under_lambda: bool,
+}
+
+#[derive(Default)]
+struct Uses {
+    of: FxMap<Name, Use>,
+}
+
+impl Uses {
+    fn count(&mut self, e: &Expr, depth: u32) {
+        guard(|| {
+            let mut e = e;
+            while let ExprKind::Let {
+                pat, value, body, ..
+            } = &e.kind
+            {
+                self.count(value, depth);
+                let mut names = Vec::new();
+                pat.names(&mut names);
+                for n in names {
+                    self.of.insert(
+                        n,
+                        Use {
+                            count: 0,
+                            depth,
+                            under_lambda: false,
+                        },
+                    );
+                }
+                e = body;
+            }
+            match &e.kind {
+                ExprKind::Var(n) => {
+                    if let Some(u) = self.of.get_mut(n) {
+                        u.count += 1;
+                        u.under_lambda |= depth > u.depth;
+                    }
+                }
+                ExprKind::Lambda(_, body) => self.count(body, depth + 1),
+                _ => for_each_child(e, &mut |c| self.count(c, depth)),
+            }
+        })
+    }
+
+    /// Removes the uses in `e` (which is being dropped).
+    fn uncount(&mut self, e: &Expr) {
+        guard(|| {
+            let mut e = e;
+            while let ExprKind::Let { value, body, .. } = &e.kind {
+                self.uncount(value);
+                e = body;
+            }
+            match &e.kind {
+                ExprKind::Var(n) => {
+                    if let Some(u) = self.of.get_mut(n) {
+                        u.count = u.count.saturating_sub(1);
+                    }
+                }
+                _ => for_each_child(e, &mut |c| self.uncount(c)),
+            }
+        })
+    }
+
+    fn is_used(&self, n: &Name) -> bool {
+        self.of.get(n).is_none_or(|u| u.count > 0)
+    }
+
+    fn used_once_outside_lambdas(&self, n: &Name) -> bool {
+        self.of
+            .get(n)
+            .is_some_and(|u| u.count == 1 && !u.under_lambda)
+    }
+}
+
+struct Sweep<'a> {
+    uses: &'a mut Uses,
+    stats: &'a mut Stats,
+}
+
+impl Sweep<'_> {
+    fn sweep(&mut self, e: Expr) -> Expr {
+        guard(|| {
+            if !matches!(e.kind, ExprKind::Let { .. }) {
+                return map_children(e, &mut |c| self.sweep(c));
+            }
+            let (bindings, body) = split_lets(e);
+            let body = self.sweep(body);
+            let mut kept = Vec::with_capacity(bindings.len());
+            for Binding { pat, value } in bindings.into_iter().rev() {
+                let mut names = Vec::new();
+                pat.names(&mut names);
+                if !names.iter().any(|n| self.uses.is_used(n)) {
+                    self.uses.uncount(&value);
+                    self.stats.fire(Rule::DeadLet);
+                    continue;
+                }
+                let pat = self.wild_if_unused(pat);
+                let value = self.sweep(value);
+                kept.push(Binding { pat, value });
+            }
+            kept.reverse();
+            wrap(kept, body)
+        })
+    }
+
+    fn wild_if_unused(&mut self, pat: Pattern) -> Pattern {
+        guard(|| match pat {
+            Pattern::Var(n, s) if !self.uses.is_used(&n) => {
+                self.stats.fire(Rule::DeadLet);
+                Pattern::Wild(s)
+            }
+            Pattern::Tuple(ps, s) => {
+                Pattern::Tuple(ps.into_iter().map(|p| self.wild_if_unused(p)).collect(), s)
+            }
+            p => p,
+        })
+    }
+}
+
+struct Inline<'a> {
+    uses: &'a Uses,
+    /// Values waiting for their single use, with their heights.
+    pending: FxMap<Name, (Expr, u32)>,
+    quiet: &'a FxSet<Name>,
+    report: Report,
+    stats: &'a mut Stats,
+}
+
+impl Inline<'_> {
+    /// The term with pending values substituted, and its height.
+    fn inline(&mut self, e: Expr) -> (Expr, u32) {
+        guard(|| match &e.kind {
+            ExprKind::Var(n) => match self.pending.remove(n) {
+                Some(found) => found,
+                None => (e, 1),
+            },
+            ExprKind::Let { .. } => {
+                let (bindings, body) = split_lets(e);
+                let mut kept = Vec::with_capacity(bindings.len());
+                let mut height = 0;
+                for Binding { pat, value } in bindings {
+                    let (value, h) = self.inline(value);
+                    if let Pattern::Var(n, _) = &pat {
+                        if h <= MAX_INLINE_HEIGHT && self.uses.used_once_outside_lambdas(n) {
+                            if !self.quiet.contains(n) {
+                                self.stats.fire(Rule::InlineOnce);
+                            }
+                            self.report.exposed_arrays |= matches!(
+                                value.kind,
+                                ExprKind::ArrayOp(..)
+                                    | ExprKind::Builtin(..)
+                                    | ExprKind::ArrayLit(_)
+                            );
+                            self.pending.insert(n.clone(), (value, h));
+                            continue;
+                        }
+                    }
+                    height = height.max(h);
+                    kept.push(Binding { pat, value });
+                }
+                let (body, h) = self.inline(body);
+                let height = height.max(h) + kept.len().min(1) as u32;
+                (wrap(kept, body), height)
+            }
+            _ => {
+                let mut height = 0;
+                let e = map_children(e, &mut |c| {
+                    let (c, h) = self.inline(c);
+                    height = height.max(h);
+                    c
+                });
+                (e, height + 1)
+            }
+        })
+    }
+}

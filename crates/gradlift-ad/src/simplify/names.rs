@@ -1,0 +1,207 @@
+//! Names and environments for the passes: a fast hash for the short names
+//! and integers the passes look up millions of times, a lexical environment
+//! with O(1) push, lookup and pop, and the supply of fresh binder names.
+//!
+//! Every binder the simplifier writes gets a name used by no other binder
+//! and by no free variable of the input. Passes after partial evaluation
+//! rely on this: a name means the same thing wherever it is in scope, so
+//! they need no capture checks and can key tables by name.
+
+use gradlift_lang::syntax::*;
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// The multiplicative hash of rustc (`FxHasher`): the passes hash short
+/// names and small integers millions of times, where SipHash's resistance
+/// to collisions chosen by an attacker buys nothing.
+#[derive(Clone, Copy, Default)]
+pub(super) struct FxHasher {
+    hash: u64,
+}
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // Plain indexing and wrapping arithmetic: names are short, and
+        // iterator adapters and overflow checks are slow in the unoptimized
+        // builds the tests use.
+        let mut word = bytes.len() as u64;
+        let mut shift: u32 = 8;
+        let mut i = 0;
+        while i < bytes.len() {
+            word ^= u64::from(bytes[i]).wrapping_shl(shift);
+            i = i.wrapping_add(1);
+            shift = shift.wrapping_add(8);
+            if shift == 64 {
+                self.add(word);
+                word = 0;
+                shift = 0;
+            }
+        }
+        self.add(word);
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i))
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.add(u64::from(i))
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.add(i)
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64)
+    }
+    fn finish(&self) -> u64 {
+        // The multiply leaves the low bits, which hash tables index by,
+        // depending on the first bytes only; fold the high bits down.
+        let h = self.hash;
+        (h ^ (h >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ (h >> 32)
+    }
+}
+
+/// A hash map with [`FxHasher`].
+pub(super) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+/// A hash set with [`FxHasher`].
+pub(super) type FxSet<K> = HashSet<K, BuildHasherDefault<FxHasher>>;
+
+/// A lexical environment with O(1) lookup, push and pop to a mark (the
+/// design of `gradlift_lang::scope::Scope`, with [`FxHasher`]). Each name
+/// is given a slot once; pushing hashes the name, popping does not.
+pub(super) struct Env<T> {
+    slots: FxMap<Name, usize>,
+    /// Per slot, its bindings, innermost last.
+    stacks: Vec<Vec<T>>,
+    /// The slots pushed, in order.
+    trail: Vec<usize>,
+}
+
+impl<T> Default for Env<T> {
+    fn default() -> Self {
+        Env {
+            slots: FxMap::default(),
+            stacks: Vec::new(),
+            trail: Vec::new(),
+        }
+    }
+}
+
+impl<T> Env<T> {
+    /// An empty environment with room for `n` names.
+    pub fn with_capacity(n: usize) -> Env<T> {
+        Env {
+            slots: FxMap::with_capacity_and_hasher(n, Default::default()),
+            stacks: Vec::with_capacity(n),
+            trail: Vec::with_capacity(n),
+        }
+    }
+
+    /// Binds `name`, shadowing earlier bindings of it.
+    pub fn push(&mut self, name: Name, value: T) {
+        let slot = match self.slots.get(&name) {
+            Some(&slot) => slot,
+            None => {
+                let slot = self.stacks.len();
+                self.slots.insert(name, slot);
+                self.stacks.push(Vec::new());
+                slot
+            }
+        };
+        self.stacks[slot].push(value);
+        self.trail.push(slot);
+    }
+
+    /// The innermost binding of `name`.
+    pub fn get(&self, name: &str) -> Option<&T> {
+        let slot = *self.slots.get(name)?;
+        self.stacks[slot].last()
+    }
+
+    /// A mark to [`Env::pop_to`] later.
+    pub fn mark(&self) -> usize {
+        self.trail.len()
+    }
+
+    /// Removes every binding pushed since `mark`.
+    pub fn pop_to(&mut self, mark: usize) {
+        while self.trail.len() > mark {
+            let slot = self.trail.pop().expect("trail longer than mark");
+            self.stacks[slot].pop();
+        }
+    }
+}
+
+/// Hands out binder names: a name is used at most once as a binder and is
+/// never one of the reserved names (the free variables of the input).
+/// A hint `x_3` gives `x`, then `x_1`, `x_2`, … so output stays readable.
+#[derive(Debug, Default)]
+pub(super) struct Names {
+    taken: FxSet<Name>,
+    next: FxMap<Name, usize>,
+}
+
+impl Names {
+    /// A supply that avoids `reserved`, with room for `n` names.
+    pub fn avoiding(reserved: impl IntoIterator<Item = Name>, n: usize) -> Names {
+        let mut taken = FxSet::with_capacity_and_hasher(n, Default::default());
+        taken.extend(reserved);
+        Names {
+            taken,
+            next: FxMap::default(),
+        }
+    }
+
+    /// Makes the names `pat` binds available again. Only for binders that
+    /// disappear from the output along with every use of their names (the
+    /// parameters of a lambda that is η-contracted or fused away).
+    pub fn release(&mut self, pat: &Pattern) {
+        match pat {
+            Pattern::Var(n, _) => {
+                self.taken.remove(n);
+            }
+            Pattern::Wild(_) => {}
+            Pattern::Tuple(ps, _) => ps.iter().for_each(|p| self.release(p)),
+        }
+    }
+
+    /// A name not handed out or reserved before, close to `hint`.
+    pub fn fresh(&mut self, hint: &str) -> Name {
+        let stem = match hint.rsplit_once('_') {
+            Some((s, digits))
+                if !s.is_empty()
+                    && !digits.is_empty()
+                    && digits.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                s
+            }
+            _ => hint,
+        };
+        let stem = if stem.is_empty() || stem == "_" {
+            "t"
+        } else {
+            stem
+        };
+        if !self.taken.contains(stem) {
+            let name = Name::from(stem);
+            self.taken.insert(name.clone());
+            return name;
+        }
+        let counter = match self.next.get_mut(stem) {
+            Some(counter) => counter,
+            None => self.next.entry(Name::from(stem)).or_insert(0),
+        };
+        loop {
+            *counter += 1;
+            let name = Name::from(format!("{stem}_{counter}"));
+            if self.taken.insert(name.clone()) {
+                return name;
+            }
+        }
+    }
+}

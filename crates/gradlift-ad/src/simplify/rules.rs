@@ -1,0 +1,251 @@
+//! The rewrite rules of partial evaluation (§5.1) and Figure 12, as one
+//! table of named rules, and the count of how often each fired.
+//!
+//! Each [`Rule`] is a row: a name (kebab-case, as printed in statistics),
+//! the identity it applies (`lhs ⇝ rhs`) and its guard. The matching itself
+//! lives in `pe.rs` (the partial-evaluation steps), `rewrite.rs` (the
+//! algebraic and array rules, applied by partial evaluation as it builds
+//! each node), `dce.rs` and `cse.rs`.
+//!
+//! No rule raises the cost of Figure 11 (MOVES, ADDS, MULTS, NLOPS): each
+//! removes operations, replaces an array traversal by a cheaper one, or
+//! only renames. Notation: `0ₛ` is a structural zero
+//! ([`gradlift_lang::Span::STRUCTURAL`]), `Fill(c)` an array whose
+//! elements are all the constant `c` — `map (x. c) A`,
+//! `map2 (a, b. c) A B` or `replicate(n, c)` — so `OnesLike(A)` is
+//! `Fill(1)` and `ZerosLike(A)` is `Fill(0)`.
+//!
+//! Results are bit for bit those of the reference interpreter, except
+//! where a guard says otherwise: rules about a structural zero may change
+//! the sign of a zero or a NaN the zero would have produced (`0ₛ * inf`),
+//! which is what "structural" licenses, and [`super::Options::algebraic`]
+//! extends the same licence to zeros the user wrote. A rule that drops a
+//! computation drops the run-time error it could raise too (the length
+//! check of a `map2` whose argument is no longer read, an index into an
+//! empty constant array), as dead-code elimination does.
+
+use std::fmt;
+
+macro_rules! rules {
+    ($($(#[doc = $doc:literal])* $rule:ident = $name:literal, $identity:literal, $guard:literal;)*) => {
+        /// A named rewrite rule.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Rule {
+            $($(#[doc = $doc])* $rule,)*
+        }
+
+        impl Rule {
+            /// Every rule, in table order.
+            pub const ALL: &'static [Rule] = &[$(Rule::$rule,)*];
+
+            /// The table row.
+            pub const fn info(self) -> RuleInfo {
+                match self {
+                    $(Rule::$rule => RuleInfo { name: $name, identity: $identity, guard: $guard },)*
+                }
+            }
+        }
+    };
+}
+
+/// One row of the rule table.
+#[derive(Clone, Copy, Debug)]
+pub struct RuleInfo {
+    /// The rule's name.
+    pub name: &'static str,
+    /// The identity, `lhs ⇝ rhs`.
+    pub identity: &'static str,
+    /// When it applies (empty: always).
+    pub guard: &'static str,
+}
+
+rules! {
+    // ---- Partial evaluation (§5.1; Figure 12 "Inlining and forward substitution")
+    /// β-reduction of a lambda applied where it is written.
+    Beta = "beta",
+        "(fun (x₁..xₙ) -> e)(e₁..eₙ) ⇝ let x₁ = e₁ in … let xₙ = eₙ in e", "";
+    /// Inlining of a function value (a `let`-bound continuation) at its
+    /// application; a function applied twice has its body inlined twice,
+    /// which costs what the two calls cost.
+    InlineFun = "inline-fun",
+        "let f = fun (x⃗) -> e in … f(a⃗) … ⇝ … (let x⃗ = a⃗ in e) …", "";
+    /// Forward substitution of variables and constants.
+    ForwardSubst = "forward-subst",
+        "let x = y in e ⇝ e[y/x];  let x = c in e ⇝ e[c/x]", "";
+    /// A tuple bound by `let` becomes one binding per component.
+    TupleSplit = "tuple-split",
+        "let p = (e₁..eₙ) in e ⇝ let p₁ = e₁ in … e[(p₁..pₙ)/p];  let (x₁..xₙ) = (e₁..eₙ) in e ⇝ let x₁ = e₁ in …", "";
+    /// Let normalisation.
+    LetFloat = "let-float",
+        "let x = (let y = e₁ in e₂) in e₃ ⇝ let y = e₁ in let x = e₂ in e₃;  f(let x = e₁ in e₂) ⇝ let x = e₁ in f(e₂)",
+        "not out of a lambda body or a branch of `if`";
+    /// Tuple partial evaluation.
+    TupleProj = "proj-tuple", "(e₁..eₙ).i ⇝ eᵢ", "";
+
+    // ---- Algebraic simplifications (Figure 12)
+    /// A zero annihilates a product.
+    ZeroProduct = "zero-product", "0 * e ⇝ 0;  e * 0 ⇝ 0;  0 / e ⇝ 0",
+        "the zero is structural, or `algebraic` (0 * inf is nan)";
+    /// Negating a structural zero.
+    NegZero = "neg-zero", "-0ₛ ⇝ 0ₛ", "the zero is structural";
+    /// Zero is the unit of addition.
+    AddZero = "add-zero", "0 + e ⇝ e;  e + 0 ⇝ e",
+        "the zero is structural or -0.0, or `algebraic` (0.0 + -0.0 is 0.0)";
+    /// Subtracting zero.
+    SubZero = "sub-zero", "e - 0 ⇝ e",
+        "the zero is 0.0 or structural, or `algebraic` (-0.0 - -0.0 is 0.0)";
+    /// One is the unit of multiplication.
+    MulOne = "mul-one", "1 * e ⇝ e;  e * 1 ⇝ e", "";
+    /// Dividing by one.
+    DivOne = "div-one", "e / 1 ⇝ e", "";
+    /// Constant folding, evaluated as the interpreter does (`Prim::eval_real`).
+    ConstFold = "const-fold", "op(c₁..cₙ) ⇝ c", "";
+
+    // ---- Conditionals (Figure 12)
+    /// Comparisons of constants, and `and`/`or`/`not` with a known operand.
+    CondFold = "cond-fold", "c₁ < c₂ ⇝ true/false;  true and b ⇝ b;  false and b ⇝ false; …", "";
+    /// A conditional whose condition is known.
+    IfKnown = "if-known", "if true then e₁ else e₂ ⇝ e₁;  if false then e₁ else e₂ ⇝ e₂", "";
+    /// A conditional whose branches are the same term.
+    IfSame = "if-same", "if c then e else e ⇝ e", "";
+
+    // ---- Functions
+    /// η-contraction of a lambda to an operator section or a primitive.
+    Eta = "eta", "(x, y. x op y) ⇝ (op);  (x. f(x)) ⇝ f;  (x, y. y op x) ⇝ (op)",
+        "the last form only for + and *, which commute bit for bit";
+
+    // ---- Array simplifications (Figure 12 and the rules of App. A.6)
+    /// The identity map.
+    MapIdentity = "map-identity", "map (x. x) A ⇝ A", "";
+    /// A map2 that returns its first argument.
+    Map2First = "map2-first", "map2 (a, b. a) A B ⇝ A", "A and B have one length (typing)";
+    /// A map2 that returns its second argument.
+    Map2Second = "map2-second", "map2 (a, b. b) A B ⇝ B", "A and B have one length (typing)";
+    /// A map2 with a constant body.
+    Map2Const = "map2-const", "map2 (a, b. c) A B ⇝ map (_. c) A   (map2 (a, b. 1) A B ⇝ OnesLike(A))", "";
+    /// A map2 whose body ignores one argument.
+    Map2UnusedArg = "map2-unused-arg", "map2 (a, b. e) A B ⇝ map (a. e) A   (b ∉ FV(e); symmetrically for a)", "";
+    /// A map2 over a constant array reads the constant instead.
+    Map2FillArg = "map2-fill-arg", "map2 (a, b. e) A Fill(c) ⇝ map (a. e[c/b]) A  (either side)", "";
+    /// Projecting an array of tuples built elementwise from variables.
+    MapProj = "map-proj",
+        "map (p. p.i) P ⇝ map2 (a, b. eᵢ) A B   where P = map2 (a, b. (e₀..eₙ)) A B (likewise map)",
+        "eᵢ is a variable or a constant and A, B are variables, so nothing is computed twice";
+    /// Multiplying by ones.
+    Map2MulOnes = "map2-mul-ones", "map2 (*) A OnesLike(B) ⇝ A;  map2 (*) OnesLike(B) A ⇝ A", "";
+    /// Multiplying by zeros.
+    Map2MulZeros = "map2-mul-zeros", "map2 (*) A ZerosLike(B) ⇝ ZerosLike(B)  (either order)",
+        "the zeros are structural, or `algebraic`";
+    /// Adding zeros.
+    Map2AddZeros = "map2-add-zeros", "map2 (+) A ZerosLike(B) ⇝ A  (either order)",
+        "the zeros are structural or -0.0, or `algebraic`";
+    /// Subtracting zeros.
+    Map2SubZeros = "map2-sub-zeros", "map2 (-) A ZerosLike(B) ⇝ A",
+        "the zeros are 0.0 or structural, or `algebraic`";
+    /// A product of ones (for `reduce` and `foldl`).
+    ReduceMulOnes = "reduce-mul-ones", "reduce (*) z OnesLike(A) ⇝ z   (reduce (*) 1 OnesLike(A) ⇝ 1)", "";
+    /// A sum of zeros (for `reduce` and `foldl`).
+    ReduceAddZeros = "reduce-add-zeros", "reduce (+) z ZerosLike(A) ⇝ z   (reduce (+) 0 ZerosLike(A) ⇝ 0)",
+        "the zeros are structural or -0.0, or `algebraic`, or they are 0.0 and z is a constant other than -0.0";
+    /// Shifting a constant array.
+    ShiftFill = "shift-fill", "shift1L Fill(c, n+1) ⇝ Fill(c, n);  shift1R likewise   (shift1L OnesLike(n+1) ⇝ OnesLike(n))",
+        "the array is written in place (not a shared variable)";
+    /// Scanning a constant array with its unit.
+    ScanFill = "scan-fill",
+        "scanr (*) z OnesLike(n) ⇝ replicate(n+1, z);  scanl likewise;  scanl/scanr (+) z ZerosLike(n) ⇝ replicate(n+1, z)   (scanr (*) 1 OnesLike(n) ⇝ OnesLike(n+1))",
+        "the length is known as a size; for zeros, the guard of add-zero";
+    /// Indexing a known array.
+    IndexKnown = "index-known", "[e₀..eₙ][k] ⇝ eₖ;  Fill(c)[k] ⇝ c", "";
+    /// Map fusion (classic array simplification).
+    MapFusion = "map-fusion",
+        "map (x. e₁) (map2 (y₁, y₂. e₂) A B) ⇝ map2 (y₁, y₂. let x = e₂ in e₁) A B;  map f (map g A) ⇝ map (y. let x = g(y) in f(x)) A",
+        "the inner array is written in place (not a shared variable)";
+
+    // ---- Clean-up
+    /// Dead-code elimination.
+    DeadLet = "dead-let", "let x = e₁ in e₂ ⇝ e₂", "x ∉ FV(e₂)";
+    /// Inlining of a value used once.
+    InlineOnce = "inline-once", "let x = e₁ in C[x] ⇝ C[e₁]",
+        "x occurs once, not inside a lambda (which would repeat e₁ per element), and e₁ is shallow";
+    /// Common-subexpression elimination.
+    Cse = "cse", "let x = e in … e … ⇝ let x = e in … x …", "the free variables of e mean the same at both places";
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.info().name)
+    }
+}
+
+/// How often each rule fired.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    counts: std::collections::BTreeMap<Rule, usize>,
+}
+
+impl Stats {
+    /// Records one firing of `rule`.
+    pub(crate) fn fire(&mut self, rule: Rule) {
+        *self.counts.entry(rule).or_insert(0) += 1;
+    }
+
+    /// How often `rule` fired.
+    pub fn count(&self, rule: Rule) -> usize {
+        self.counts.get(&rule).copied().unwrap_or(0)
+    }
+
+    /// How often the rule called `name` fired (0 for an unknown name).
+    pub fn count_named(&self, name: &str) -> usize {
+        Rule::ALL
+            .iter()
+            .find(|r| r.info().name == name)
+            .map_or(0, |r| self.count(*r))
+    }
+
+    /// Every rule that fired, with its count, in table order.
+    pub fn fired(&self) -> impl Iterator<Item = (Rule, usize)> + '_ {
+        self.counts.iter().map(|(r, n)| (*r, *n))
+    }
+
+    /// The number of firings in all.
+    pub fn total(&self) -> usize {
+        self.counts.values().sum()
+    }
+
+    /// Adds the counts of `other`.
+    pub fn merge(&mut self, other: &Stats) {
+        for (r, n) in other.fired() {
+            *self.counts.entry(r).or_insert(0) += n;
+        }
+    }
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (r, n)) in self.fired().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{r}: {n}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_kebab_case() {
+        let mut seen = std::collections::HashSet::new();
+        for r in Rule::ALL {
+            let name = r.info().name;
+            assert!(seen.insert(name), "{name} twice");
+            assert!(name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'));
+            assert!(r.info().identity.contains('⇝'), "{name} has no identity");
+        }
+    }
+}

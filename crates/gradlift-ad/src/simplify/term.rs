@@ -1,0 +1,199 @@
+//! Term utilities shared by the simplification passes: `let` blocks,
+//! constructors, taking owned terms apart, visiting children, and a few
+//! facts about primitives and built-ins.
+//!
+//! Every walk here goes through [`guard`] and walks `let` chains with a
+//! loop, so terms of any depth are safe.
+
+use gradlift_lang::deep::guard;
+use gradlift_lang::syntax::*;
+use gradlift_lang::{Prim, Span};
+use std::sync::Arc;
+
+/// One `let pat = value` of a block.
+#[derive(Debug)]
+pub(super) struct Binding {
+    pub pat: Pattern,
+    pub value: Expr,
+}
+
+/// A node without a source position.
+pub(super) fn mk(kind: ExprKind) -> Expr {
+    Expr::synth(kind)
+}
+
+/// The variable `name`.
+pub(super) fn var(name: &Name) -> Expr {
+    mk(ExprKind::Var(name.clone()))
+}
+
+/// A constant; a zero marked `structural` carries [`Span::STRUCTURAL`].
+pub(super) fn constant(value: f64, structural: bool) -> Expr {
+    if structural && value == 0.0 {
+        Expr::new(ExprKind::Const(value), Span::STRUCTURAL)
+    } else {
+        mk(ExprKind::Const(value))
+    }
+}
+
+/// `let b₁ in … let bₙ in body`; a block ending `let x = e in x` ends in
+/// `e` (nothing before the last binding can mention `x`).
+pub(super) fn wrap(mut bindings: Vec<Binding>, body: Expr) -> Expr {
+    let mut out = body;
+    if let (
+        Some(Binding {
+            pat: Pattern::Var(x, _),
+            ..
+        }),
+        ExprKind::Var(y),
+    ) = (bindings.last(), &out.kind)
+    {
+        if x == y {
+            out = bindings.pop().expect("checked above").value;
+        }
+    }
+    for b in bindings.into_iter().rev() {
+        out = mk(ExprKind::Let {
+            pat: b.pat,
+            ty: None,
+            value: Box::new(b.value),
+            body: Box::new(out),
+        });
+    }
+    out
+}
+
+/// The node's kind, taken out of an owned term (`Expr` has a `Drop`, so
+/// its fields cannot be moved out directly).
+pub(super) fn into_kind(mut e: Expr) -> ExprKind {
+    std::mem::replace(&mut e.kind, ExprKind::Const(0.0))
+}
+
+/// The body of a lambda, unshared if possible.
+pub(super) fn unshare(body: Arc<Expr>) -> Expr {
+    Arc::try_unwrap(body).unwrap_or_else(|shared| (*shared).clone())
+}
+
+/// Splits a `let` chain into its bindings and its final body.
+pub(super) fn split_lets(mut e: Expr) -> (Vec<Binding>, Expr) {
+    let mut bindings = Vec::new();
+    while matches!(e.kind, ExprKind::Let { .. }) {
+        let ExprKind::Let {
+            pat, value, body, ..
+        } = into_kind(e)
+        else {
+            unreachable!("checked to be a let")
+        };
+        bindings.push(Binding { pat, value: *value });
+        e = *body;
+    }
+    (bindings, e)
+}
+
+/// Rebuilds an owned node with `f` applied to each child (binders kept).
+/// `let` chains should be taken apart with [`split_lets`] first; a `let`
+/// met here is treated as one node.
+pub(super) fn map_children(e: Expr, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
+    let span = e.span;
+    let mut all = |xs: Vec<Expr>| xs.into_iter().map(&mut *f).collect::<Vec<_>>();
+    let kind = match into_kind(e) {
+        k @ (ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::PrimFn(_)) => k,
+        ExprKind::Prim(p, xs) => ExprKind::Prim(p, all(xs)),
+        ExprKind::Tuple(xs) => ExprKind::Tuple(all(xs)),
+        ExprKind::ArrayLit(xs) => ExprKind::ArrayLit(all(xs)),
+        ExprKind::Builtin(b, xs) => ExprKind::Builtin(b, all(xs)),
+        ExprKind::Let {
+            pat,
+            ty,
+            value,
+            body,
+        } => ExprKind::Let {
+            pat,
+            ty,
+            value: Box::new(f(*value)),
+            body: Box::new(f(*body)),
+        },
+        ExprKind::Proj(x, k) => ExprKind::Proj(Box::new(f(*x)), k),
+        ExprKind::Index(x, k) => ExprKind::Index(Box::new(f(*x)), k),
+        ExprKind::If(c, t, e) => ExprKind::If(Box::new(f(*c)), Box::new(f(*t)), Box::new(f(*e))),
+        ExprKind::Lambda(ps, body) => ExprKind::Lambda(ps, Arc::new(f(unshare(body)))),
+        ExprKind::Apply(g, xs) => {
+            let g = f(*g);
+            ExprKind::Apply(Box::new(g), xs.into_iter().map(&mut *f).collect())
+        }
+        ExprKind::ArrayOp(op, g, xs) => {
+            let g = f(*g);
+            ExprKind::ArrayOp(op, Box::new(g), xs.into_iter().map(&mut *f).collect())
+        }
+    };
+    Expr::new(kind, span)
+}
+
+/// Calls `f` on each child of `e`, left to right, without allocating.
+pub(super) fn for_each_child<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
+    match &e.kind {
+        ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::PrimFn(_) => {}
+        ExprKind::Prim(_, xs)
+        | ExprKind::Tuple(xs)
+        | ExprKind::ArrayLit(xs)
+        | ExprKind::Builtin(_, xs) => xs.iter().for_each(f),
+        ExprKind::Let { value, body, .. } => {
+            f(value);
+            f(body);
+        }
+        ExprKind::Proj(x, _) | ExprKind::Index(x, _) => f(x),
+        ExprKind::If(c, t, e) => {
+            f(c);
+            f(t);
+            f(e);
+        }
+        ExprKind::Lambda(_, body) => f(body),
+        ExprKind::Apply(g, xs) | ExprKind::ArrayOp(_, g, xs) => {
+            f(g);
+            xs.iter().for_each(f);
+        }
+    }
+}
+
+/// A variable or a constant.
+pub(super) fn is_atom(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Var(_) | ExprKind::Const(_))
+}
+
+/// Whether argument `i` of built-in `b` is a size expression (it must stay
+/// one: never bound by `let`, never replaced by a variable).
+pub(super) fn is_size_arg(b: Builtin, i: usize) -> bool {
+    i == 0
+        && matches!(
+            b,
+            Builtin::Iota | Builtin::Replicate | Builtin::Take | Builtin::Drop
+        )
+}
+
+/// Whether a real primitive is commutative bit for bit (`a + b` and
+/// `b + a` round alike; `min`/`max` are not, ties follow the first
+/// argument).
+pub(super) fn is_commutative(p: Prim) -> bool {
+    matches!(p, Prim::Add | Prim::Mul)
+}
+
+/// Whether `e` mentions any of `names` free.
+pub(super) fn mentions(e: &Expr, names: &[Name]) -> bool {
+    guard(|| {
+        let mut e = e;
+        while let ExprKind::Let { value, body, .. } = &e.kind {
+            if mentions(value, names) {
+                return true;
+            }
+            e = body;
+        }
+        match &e.kind {
+            ExprKind::Var(n) => names.contains(n),
+            _ => {
+                let mut found = false;
+                for_each_child(e, &mut |c| found = found || mentions(c, names));
+                found
+            }
+        }
+    })
+}

@@ -1,0 +1,309 @@
+//! Each rule of the table (Figure 12 and the rules of App. A.6) on a small
+//! term, text in and text out, asserting the rule fired by name. The free
+//! variable `zero` in a test text stands for a structural zero.
+
+mod simplify_support;
+
+use gradlift_ad::simplify::{Options, Rule};
+use gradlift_lang::syntax::ExprKind;
+use gradlift_lang::Value;
+use simplify_support::*;
+
+// ---- Algebraic simplifications
+
+#[test]
+fn structural_zeros_are_dropped() {
+    rewrites("zero * x + y", "y", Rule::ZeroProduct);
+    rewrites("x * zero + y", "y", Rule::ZeroProduct);
+    rewrites("zero / x - y", "0 - y", Rule::ZeroProduct);
+    rewrites("-zero + x", "x", Rule::NegZero);
+    rewrites("x + zero", "x", Rule::AddZero);
+}
+
+#[test]
+fn units_are_dropped_where_exact() {
+    rewrites("-0 + x", "x", Rule::AddZero);
+    rewrites("x - 0", "x", Rule::SubZero);
+    rewrites("1 * x * 1", "x", Rule::MulOne);
+    rewrites("x / 1", "x", Rule::DivOne);
+}
+
+#[test]
+fn constants_fold_as_the_interpreter_computes() {
+    let expected = format!("{:?} + x", 1f64.sin() * 2.0);
+    rewrites("sin(1) * 2 + x", &expected, Rule::ConstFold);
+    rewrites("pow(2, 10) - min(nan, 1)", "nan", Rule::ConstFold);
+}
+
+#[test]
+fn user_zeros_are_kept_without_the_algebraic_flag() {
+    // 0 * x is nan at x = inf, 0 + x is 0 at x = -0: neither may go.
+    let (out, stats) = simp(&term("0 * x + (0 + y)"));
+    assert_eq!(out.to_string(), "0.0 * x + (0.0 + y)");
+    assert_eq!(
+        stats.count(Rule::ZeroProduct) + stats.count(Rule::AddZero),
+        0
+    );
+    let v = eval(
+        &out,
+        &values(&[("x", Value::Real(f64::INFINITY)), ("y", Value::Real(1.0))]),
+    );
+    assert!(v.unwrap().as_real().unwrap().is_nan());
+    // Folding 0 * inf gives nan, as evaluating it does.
+    let (out, _) = simp(&term("0 * inf"));
+    assert!(matches!(out.kind, ExprKind::Const(c) if c.is_nan()));
+    // With the flag, they go.
+    let algebraic = Options {
+        algebraic: true,
+        ..Options::default()
+    };
+    rewrites_with("0 * x + (0 + y)", "y", Rule::ZeroProduct, &algebraic);
+    rewrites_with(
+        "map2 (*) A (map (a. 0) B)",
+        "map (a. 0) B",
+        Rule::Map2MulZeros,
+        &algebraic,
+    );
+    // Without it, the product with the user's zero stays (specialized to
+    // the constant, which is exact).
+    let (out, _) = simp(&term("map2 (*) A (map (a. 0) B)"));
+    assert_eq!(out.to_string(), "map (a_1. a_1 * 0.0) A");
+}
+
+// ---- Conditionals
+
+#[test]
+fn known_conditions_choose_a_branch() {
+    rewrites("if 1 < 2 then x else y", "x", Rule::IfKnown);
+    rewrites(
+        "if 1 < 2 and x > 0 then x else y",
+        "if x > 0 then x else y",
+        Rule::CondFold,
+    );
+    rewrites(
+        "if not (1 < 2) or 3 >= 3 then x else y",
+        "x",
+        Rule::CondFold,
+    );
+}
+
+#[test]
+fn equal_branches_merge() {
+    rewrites(
+        "if x < y then (let a = x * y in a + 1) else (let b = x * y in b + 1)",
+        "x * y + 1",
+        Rule::IfSame,
+    );
+}
+
+// ---- η and the array rules
+
+#[test]
+fn lambdas_contract_to_primitives() {
+    rewrites("map (x. sin(x)) A", "map sin A", Rule::Eta);
+    rewrites("map2 (a, b. a * b) A B", "map2 (*) A B", Rule::Eta);
+    rewrites("map2 (a, b. b + a) A B", "map2 (+) A B", Rule::Eta);
+    rewrites(
+        "reduce (a, b. max(a, b)) (-inf) A",
+        "reduce max (-inf) A",
+        Rule::Eta,
+    );
+    // Subtraction does not commute, and (-) is not negation.
+    let (out, _) = simp(&term("map2 (a, b. b - a) A B"));
+    assert_eq!(out.to_string(), "map2 (a, b. b - a) A B");
+    let (out, _) = simp(&term("map (a. -a) A"));
+    assert_eq!(out.to_string(), "map (a. -a) A");
+}
+
+#[test]
+fn identity_and_projection_maps_vanish() {
+    rewrites("map (x. x) A", "A", Rule::MapIdentity);
+    rewrites("map2 (a, b. (a, b).0) A B", "A", Rule::Map2First);
+    rewrites("map2 (a, b. let c = b in c) A B", "B", Rule::Map2Second);
+    rewrites("map2 (a, b. 1) A B", "map (_. 1) A", Rule::Map2Const);
+    rewrites("map2 (a, b. sin(b)) A B", "map sin B", Rule::Map2UnusedArg);
+}
+
+#[test]
+fn ones_and_zeros_are_recognised_in_every_form() {
+    rewrites("map2 (*) A (map (x. 1) B)", "A", Rule::Map2MulOnes);
+    rewrites("map2 (*) (replicate(n, 1)) A", "A", Rule::Map2MulOnes);
+    rewrites("map2 (*) A (map2 (a, b. 1) B C)", "A", Rule::Map2MulOnes);
+    rewrites(
+        "map2 (*) A (map (x. zero) B)",
+        "map (x. 0) B",
+        Rule::Map2MulZeros,
+    );
+    rewrites("map2 (+) (map (x. zero) B) A", "A", Rule::Map2AddZeros);
+    rewrites("map2 (-) A (replicate(n, 0))", "A", Rule::Map2SubZeros);
+    // Through a variable.
+    rewrites(
+        "let O = map (x. 1) B in (map2 (*) A O, O)",
+        "(A, map (x. 1) B)",
+        Rule::Map2MulOnes,
+    );
+}
+
+#[test]
+fn constant_arrays_become_constants_in_map2() {
+    rewrites(
+        "map2 (a, b. a * b + b) A (map (x. 2) B)",
+        "map (a. a * 2 + 2) A",
+        Rule::Map2FillArg,
+    );
+    rewrites(
+        "map2 (g, z. g.0 * z) P (map (x. 1) C)",
+        "map (g. g.0) P",
+        Rule::Map2FillArg,
+    );
+}
+
+#[test]
+fn projections_of_arrays_of_tuples_read_the_arrays() {
+    // The transposed Jacobian of `map2 (*) A B` (App. A.6): the partials
+    // are (b, a), so the adjoints are B and A, and the tuples die.
+    rewrites(
+        "let P = map2 (a, b. (b, a)) A B in (map (p. p.0) P, map (p. p.1) P)",
+        "(B, A)",
+        Rule::MapProj,
+    );
+    // A computed component is not recomputed: here the first projection
+    // goes, the array is then used once and fuses.
+    rewrites(
+        "let P = map2 (a, b. (b, a * b)) A B in (map (p. p.0) P, map (p. p.1) P)",
+        "(B, map2 (*) A B)",
+        Rule::MapProj,
+    );
+    // A component bound by a tuple pattern of the lambda is not free.
+    let input = "let P = map ((u, v). (v, w)) Q in (map (p. p.0) P, map (p. p.1) P, P)";
+    rewrites(
+        input,
+        "let P = map ((u, v). (v, w)) Q in (map (p. p.0) P, map (_. w) Q, P)",
+        Rule::MapProj,
+    );
+    rewrites(
+        "let P = map2 (a, b. (b, a * b)) A B in (map (p. p.0) P, map (p. p.1) P, P)",
+        "let P = map2 (a, b. (b, a * b)) A B in (B, map (p_1. p_1.1) P, P)",
+        Rule::MapProj,
+    );
+}
+
+#[test]
+fn reductions_of_ones_and_zeros_fold() {
+    rewrites("reduce (*) 1 (map (x. 1) A)", "1", Rule::ReduceMulOnes);
+    rewrites(
+        "reduce (+) 0 (map2 (a, b. zero) A B)",
+        "0",
+        Rule::ReduceAddZeros,
+    );
+    rewrites("foldl (*) x (replicate(n, 1))", "x", Rule::ReduceMulOnes);
+    // A user's +0.0 zeros keep a variable unit (it could be -0.0).
+    let (out, _) = simp(&term("reduce (+) x (replicate(n, 0))"));
+    assert_eq!(out.to_string(), "reduce (+) x replicate(n, 0.0)");
+}
+
+#[test]
+fn shifts_and_scans_of_ones_stay_ones() {
+    rewrites(
+        "shift1L (map (x. 1) A)",
+        "map (_. 1) (shift1L A)",
+        Rule::ShiftFill,
+    );
+    rewrites(
+        "shift1R (replicate(3, 1))",
+        "replicate(2, 1)",
+        Rule::ShiftFill,
+    );
+    rewrites(
+        "scanr (*) 1 (map (x. 1) A)",
+        "replicate(len(A) + 1, 1)",
+        Rule::ScanFill,
+    );
+    rewrites(
+        "scanl (*) 1 (replicate(n, 1))",
+        "replicate(n + 1, 1)",
+        Rule::ScanFill,
+    );
+    rewrites("map2 (*) X (shift1L (map (x. 1) A))", "X", Rule::ShiftFill);
+    rewrites(
+        "scanr (*) 1 (shift1L (map (x. 1) A))",
+        "replicate(len(shift1L A) + 1, 1)",
+        Rule::ScanFill,
+    );
+}
+
+#[test]
+fn known_arrays_are_indexed() {
+    rewrites("[x, y, z][-1]", "z", Rule::IndexKnown);
+    rewrites("(map (x. 1) A)[0] * y", "y", Rule::IndexKnown);
+}
+
+#[test]
+fn maps_fuse() {
+    rewrites(
+        "map sin (map2 (a, b. a * b) A B)",
+        "map2 (a, b. sin(a * b)) A B",
+        Rule::MapFusion,
+    );
+    rewrites(
+        "map (x. x + 1) (map exp A)",
+        "map (x. exp(x) + 1) A",
+        Rule::MapFusion,
+    );
+    rewrites(
+        "map (x. x * x) (map2 (a, b. a - b) A B)",
+        "map2 (a, b. let x = a - b in x * x) A B",
+        Rule::MapFusion,
+    );
+    // A shared intermediate array is not fused (it would be computed twice).
+    let (out, stats) = simp(&term("let C = map exp A in (map sin C, C)"));
+    assert_eq!(stats.count(Rule::MapFusion), 0, "{out}");
+}
+
+// ---- Dead code and common subexpressions
+
+#[test]
+fn dead_lets_are_dropped_and_single_uses_inlined() {
+    rewrites(
+        "let a = x * y in let b = sin(x) in b",
+        "sin(x)",
+        Rule::DeadLet,
+    );
+    rewrites("let a = x * y in a + 1", "x * y + 1", Rule::InlineOnce);
+    rewrites("let (a, b) = p in b", "let (_, b) = p in b", Rule::DeadLet);
+    // A value used inside a lambda stays bound: inlining would repeat it.
+    let (out, _) = simp(&term("let s = sin(w) in map (a. a * s) A"));
+    assert_eq!(flat(&out.to_string()), "let s = sin(w) in map (a. a * s) A");
+}
+
+#[test]
+fn common_subexpressions_are_bound_once() {
+    rewrites(
+        "sin(x) * y + sin(x)",
+        "let t = sin(x) in t * y + t",
+        Rule::Cse,
+    );
+    rewrites(
+        "(reduce (+) 0 (map (a. a * w) A), reduce (+) 0 (map (b. b * w) A))",
+        "let t = reduce (+) 0 (map (a. a * w) A) in (t, t)",
+        Rule::Cse,
+    );
+    // A computation in scope is reused inside a lambda.
+    rewrites(
+        "sin(w) + reduce (+) 0 (map (a. a * sin(w)) A)",
+        "let t = sin(w) in t + reduce (+) 0 (map (a. a * t) A)",
+        Rule::Cse,
+    );
+    // Nothing is hoisted out of a branch.
+    let (out, stats) = simp(&term("(if x > 0 then sin(x) else 0) + sin(x)"));
+    assert_eq!(stats.count(Rule::Cse), 0, "{out}");
+    // Without the option, nothing is shared.
+    let (out, _) = simp_with(
+        &term("sin(x) * y + sin(x)"),
+        &Options {
+            cse: false,
+            ..Options::default()
+        },
+    );
+    assert_eq!(out.to_string(), "sin(x) * y + sin(x)");
+}
