@@ -49,7 +49,10 @@ fn expand_expr(e: &Expr, names: &mut NameSupply) -> Expr {
         ExprKind::ArrayOp(op, f, args) => {
             let f = match &f.kind {
                 ExprKind::PrimFn(p) => {
-                    let params: Vec<Name> = ["a", "b"][..p.info().arity].iter().map(|b| names.fresh(b)).collect();
+                    let params: Vec<Name> = ["a", "b"][..p.info().arity]
+                        .iter()
+                        .map(|b| names.fresh(b))
+                        .collect();
                     let body = prim(*p, params.iter().map(var).collect());
                     lambda(params.iter().map(pvar).collect(), body)
                 }

@@ -95,9 +95,14 @@ fn sections_as_function_arguments() {
     let m = gradlift_lang::check_source("t.grad", src).unwrap();
     let mut closed = gradlift_ad::inline::inline(&m, 0);
     // Contract the inlined lambdas back to sections, as simplification does.
-    closed.body = gradlift_lang::parse_expr("(reduce (+) 0 (map2 (*) A B), scanl max (-inf) (map exp A))").unwrap();
+    closed.body =
+        gradlift_lang::parse_expr("(reduce (+) 0 (map2 (*) A B), scanl max (-inf) (map exp A))")
+            .unwrap();
     let f = gradlift_jit::Jit::new().unwrap().compile(&closed).unwrap();
-    let args = [gradlift_lang::Value::reals(&[1.0, 2.0, 3.0]), gradlift_lang::Value::reals(&[4.0, 5.0, 6.0])];
+    let args = [
+        gradlift_lang::Value::reals(&[1.0, 2.0, 3.0]),
+        gradlift_lang::Value::reals(&[4.0, 5.0, 6.0]),
+    ];
     let got = f.call(&args).unwrap();
     let want = gradlift_lang::interp::call(&m, 0, &args).unwrap();
     assert!(got.same(&want), "{got} vs {want}");
