@@ -1,6 +1,7 @@
 //! Differentiation scale: building the gradient program of a `let` chain of
 //! n bindings (inlining, then the UNF route or the direct route with sparse
-//! continuations), at n = 1k, 10k, 100k.
+//! continuations, and the UNF route followed by the `opt` pass), at n = 1k,
+//! 10k, 100k.
 //!
 //! `cargo bench --bench gradient`; medians in
 //! `target/criterion/gradient/<route>/<n>/new/estimates.json`.
@@ -24,11 +25,15 @@ fn differentiate(c: &mut Criterion) {
     g.sample_size(10);
     for n in [1_000, 10_000, 100_000] {
         let module = check_source("chain.grad", &let_chain(n)).expect("checks");
-        for (name, route) in [("unf", Route::Unf), ("direct", Route::Direct)] {
+        for (name, route, optimize) in [
+            ("unf", Route::Unf, false),
+            ("direct", Route::Direct, false),
+            ("unf+opt", Route::Unf, true),
+        ] {
             let options = Options {
                 route,
                 construction: Construction::Sparse,
-                optimize: false,
+                optimize,
             };
             g.bench_with_input(BenchmarkId::new(name, n), &module, |b, m| {
                 // The gradient program is dropped outside the timed region.
