@@ -13,7 +13,7 @@
 //! previous one (the paper's Insight 2). This module builds that chain from
 //! a forward walk that names every intermediate value (an A-normal form of
 //! the primal, the `let x, Y₁ = D(e₁)` bindings of Figure 5) and records one
-//! [`Step`] per construct; the reverse sweep then replays the steps in
+//! `Step` per construct; the reverse sweep then replays the steps in
 //! reverse. Two constructions of the continuations are offered:
 //!
 //! - [`Construction::Sparse`] (the default) keeps the continuation's

@@ -17,7 +17,7 @@
 //! By Lemma 4.3 the result types as `A₁,…,A_k, (A₁×…×A_k → ρ) ⊢ D_ρ(e) :
 //! B₁,…,B_m, (B₁×…×B_m → ρ)`: the continuation's domain follows the stack.
 
-use crate::unf::{Unf, UnfPrim};
+use crate::unf::{parse_unf_with, Unf, UnfParseError, UnfPrim};
 use std::fmt;
 
 /// A Target UNF term: `F(P₁, Jᵀ P₁); …; F(P_n, Jᵀ P_n)`.
@@ -40,19 +40,16 @@ pub fn reverse_unf(e: Unf) -> TargetUnf {
     TargetUnf { source: e }
 }
 
+/// Written as the Source UNF term with every primitive `P` prefixed by
+/// `F `, which stands for `F(P, Jᵀ P)`; [`parse_target_unf`] reads it back.
 impl fmt::Display for TargetUnf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("# context:")?;
-        for (n, t) in &self.source.context {
-            write!(f, " {n}: {t}")?;
-        }
-        f.write_str(", Y: (context) -> ρ\n")?;
-        for (i, p) in self.source.prims.iter().enumerate() {
-            if i > 0 {
-                f.write_str(";\n")?;
-            }
-            write!(f, "F({p}, Jᵀ {p})")?;
-        }
-        f.write_str("\n")
+        writeln!(f, "# F P stands for F(P, Jᵀ P) (Figure 8)")?;
+        self.source.write_with(f, "F ")
     }
+}
+
+/// Reads the text form of a Target UNF term back.
+pub fn parse_target_unf(text: &str) -> Result<TargetUnf, UnfParseError> {
+    Ok(reverse_unf(parse_unf_with(text, "F ")?))
 }

@@ -29,8 +29,8 @@
 //! Departures from the figures, and why:
 //! - Stack types are not stored in each primitive (that makes a term of n
 //!   bindings O(n²) in size); a primitive stores the depth `d` it acts on,
-//!   and the types follow from the context by running the stack
-//!   ([`Unf::stack_types`]). The printed form shows the depths.
+//!   and the types follow from the context by running the stack. The
+//!   printed form shows the depths, and [`parse_unf`] reads it back.
 //! - `name_x`: map and reduce bodies refer to the context by name
 //!   (Figure 9), so the entry a `let` binds must carry its name for the
 //!   bodies below it. The paper's contexts are the parameters only.
@@ -339,7 +339,7 @@ impl fmt::Display for OpKind {
             OpKind::ArrayOp(op, params, body) => {
                 write!(f, "{}({}. {body})", op.name(), params.join(", "))
             }
-            OpKind::If(c, t, e) => write!(f, "if({c}; {t}; {e})"),
+            OpKind::If(c, t, e) => write!(f, "if {c} then {t} else {e}"),
             OpKind::Size(n) => write!(f, "size {n}"),
         }
     }
@@ -356,20 +356,239 @@ impl fmt::Display for UnfPrim {
     }
 }
 
-impl fmt::Display for Unf {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("# context:")?;
-        for (n, t) in &self.context {
-            write!(f, " {n}: {t}")?;
+impl Unf {
+    /// The text form with every primitive prefixed by `prefix` (the
+    /// Target UNF form prefixes `F `).
+    pub(crate) fn write_with(&self, f: &mut fmt::Formatter<'_>, prefix: &str) -> fmt::Result {
+        let params: Vec<String> = self
+            .context
+            .iter()
+            .map(|(n, t)| format!("{n}: {t}"))
+            .collect();
+        writeln!(f, "# context: ({})", params.join(", "))?;
+        if !self.size_vars.is_empty() {
+            writeln!(f, "# sizes: {}", self.size_vars.join(", "))?;
         }
-        f.write_str("\n")?;
         for (i, p) in self.prims.iter().enumerate() {
             if i > 0 {
                 f.write_str(";\n")?;
             }
-            write!(f, "{p}")?;
+            write!(f, "{prefix}{p}")?;
         }
         f.write_str("\n")
+    }
+}
+
+impl fmt::Display for Unf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write_with(f, "")
+    }
+}
+
+/// Text that is not a UNF term.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("line {line}: {message}")]
+pub struct UnfParseError {
+    /// 1-based line of the primitive at fault.
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Reads the text form of a UNF term back. Primitives start at the
+/// beginning of a line (`var_{`, `op_{`, `proj_{`, `name_{`) and may continue
+/// on further lines (a lambda body); `prefix` is stripped from each.
+pub fn parse_unf_with(text: &str, prefix: &str) -> Result<Unf, UnfParseError> {
+    let err = |line: usize, message: String| UnfParseError { line, message };
+    let mut context = Vec::new();
+    let mut size_vars = Vec::new();
+    let mut chunks: Vec<(usize, String)> = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        if let Some(ctx) = raw.strip_prefix("# context:") {
+            let module = gradlift_lang::parse_module(&format!("def context{} = 0", ctx.trim()))
+                .map_err(|e| err(line, format!("the context: {e}")))?;
+            for p in &module.defs[0].params {
+                let ty =
+                    p.ty.clone()
+                        .ok_or_else(|| err(line, "a context entry needs a type".into()))?;
+                context.push((p.name.clone(), ty));
+            }
+            continue;
+        }
+        if let Some(sizes) = raw.strip_prefix("# sizes:") {
+            size_vars.extend(sizes.split(',').map(|s| Name::from(s.trim())));
+            continue;
+        }
+        let body = raw.strip_prefix(prefix).unwrap_or(raw);
+        let starts = ["var_{", "op_{", "proj_{", "name_{"]
+            .iter()
+            .any(|p| body.starts_with(p));
+        if starts && raw.starts_with(prefix) {
+            chunks.push((line, body.to_string()));
+        } else if let Some((_, last)) = chunks.last_mut() {
+            last.push('\n');
+            last.push_str(raw);
+        } else if !raw.trim().is_empty() && !raw.starts_with('#') {
+            return Err(err(line, format!("expected a primitive, found `{raw}`")));
+        }
+    }
+    let mut prims = Vec::new();
+    for (line, chunk) in chunks {
+        let chunk = chunk.trim_end().trim_end_matches(';');
+        prims.push(parse_prim(chunk).map_err(|m| err(line, m))?);
+    }
+    Ok(Unf {
+        context,
+        size_vars,
+        prims,
+    })
+}
+
+/// [`parse_unf_with`] without a prefix: the inverse of `Display` for [`Unf`].
+pub fn parse_unf(text: &str) -> Result<Unf, UnfParseError> {
+    parse_unf_with(text, "")
+}
+
+fn numbers(inner: &str, n: usize) -> Result<Vec<usize>, String> {
+    let xs: Vec<usize> = inner
+        .split(';')
+        .map(|x| {
+            x.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("`{x}` is not a number"))
+        })
+        .collect::<Result<_, _>>()?;
+    if xs.len() != n {
+        return Err(format!("expected {n} numbers, found `{inner}`"));
+    }
+    Ok(xs)
+}
+
+fn parse_prim(chunk: &str) -> Result<UnfPrim, String> {
+    let brace = |head: &str| -> Result<(String, String), String> {
+        let rest = &chunk[head.len()..];
+        let close = rest.find('}').ok_or("a missing `}`")?;
+        Ok((rest[..close].to_string(), rest[close + 1..].to_string()))
+    };
+    if chunk.starts_with("var_{") {
+        let (inner, _) = brace("var_{")?;
+        let xs = numbers(&inner, 2)?;
+        if xs[1] == 0 || xs[1] > xs[0] {
+            return Err(format!("`var_{{{inner}}}` names no entry of the stack"));
+        }
+        return Ok(UnfPrim::Var {
+            depth: xs[0],
+            index: xs[1] - 1,
+        });
+    }
+    if chunk.starts_with("proj_{") {
+        let (inner, _) = brace("proj_{")?;
+        let xs = numbers(&inner, 3)?;
+        return Ok(UnfPrim::Proj {
+            keep: xs[0],
+            drop: xs[1],
+            top: xs[2],
+        });
+    }
+    if chunk.starts_with("name_{") {
+        let (inner, _) = brace("name_{")?;
+        return Ok(UnfPrim::Name(Name::from(inner.trim())));
+    }
+    if chunk.starts_with("op_{") {
+        let (inner, rest) = brace("op_{")?;
+        let xs = numbers(&inner, 2)?;
+        let kind = rest
+            .trim()
+            .strip_prefix('[')
+            .and_then(|r| r.strip_suffix(']'))
+            .ok_or("an `op` needs its kind in brackets")?;
+        return Ok(UnfPrim::Op {
+            depth: xs[0],
+            arity: xs[1],
+            kind: Box::new(parse_kind(kind.trim())?),
+        });
+    }
+    Err(format!("expected a primitive, found `{chunk}`"))
+}
+
+fn parse_kind(kind: &str) -> Result<OpKind, String> {
+    let expr = |t: &str| gradlift_lang::parse_expr(t).map_err(|e| format!("`{t}`: {e}"));
+    let word_end = kind
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(kind.len());
+    let (word, rest) = kind.split_at(word_end);
+    if let Some(k) = kind.strip_prefix('π') {
+        return k
+            .parse()
+            .map(OpKind::Component)
+            .map_err(|_| format!("`{kind}`"));
+    }
+    if let Some(k) = kind
+        .strip_prefix("index[")
+        .and_then(|k| k.strip_suffix(']'))
+    {
+        return k
+            .parse()
+            .map(OpKind::Index)
+            .map_err(|_| format!("`{kind}`"));
+    }
+    if let Some(n) = kind.strip_prefix("size ") {
+        return Ok(OpKind::Size(Name::from(n.trim())));
+    }
+    match word {
+        "tuple" if rest.is_empty() => return Ok(OpKind::Tuple),
+        "array" if rest.is_empty() => return Ok(OpKind::ArrayLit),
+        "if" => {
+            return match &expr(kind)?.kind {
+                ExprKind::If(c, t, e) => {
+                    Ok(OpKind::If((**c).clone(), (**t).clone(), (**e).clone()))
+                }
+                _ => Err(format!("`{kind}` is not a conditional")),
+            }
+        }
+        _ => {}
+    }
+    let array_ops = [
+        ArrayOp::Map,
+        ArrayOp::Map2,
+        ArrayOp::Reduce,
+        ArrayOp::Foldl,
+        ArrayOp::Scanl,
+        ArrayOp::Scanr,
+    ];
+    if let Some(op) = array_ops.into_iter().find(|op| op.name() == word) {
+        let lambda = expr(rest)?;
+        let ExprKind::Lambda(params, body) = &lambda.kind else {
+            return Err(format!("`{word}` needs a lambda, found `{rest}`"));
+        };
+        let (names, body) = plain_params(params, body);
+        return Ok(OpKind::ArrayOp(op, names, body));
+    }
+    let builtins = [
+        Builtin::Len,
+        Builtin::Iota,
+        Builtin::Replicate,
+        Builtin::Concat,
+        Builtin::Take,
+        Builtin::Drop,
+        Builtin::Shift1L,
+        Builtin::Shift1R,
+    ];
+    if let Some(b) = builtins.into_iter().find(|b| b.name() == word) {
+        let sizes = if rest.trim().is_empty() {
+            vec![]
+        } else {
+            vec![expr(rest)?]
+        };
+        return Ok(OpKind::Builtin(b, sizes));
+    }
+    if let Some(p) = Prim::ALL.into_iter().find(|p| p.info().name == kind) {
+        return Ok(OpKind::Prim(p));
+    }
+    match expr(kind)?.kind {
+        ExprKind::Const(c) => Ok(OpKind::Const(c)),
+        _ => Err(format!("`{kind}` is not an operation")),
     }
 }
 

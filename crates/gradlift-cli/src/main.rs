@@ -54,7 +54,9 @@ enum Command {
     /// renamed apart), unf (Source UNF, Figure 9), target-unf (Figure 8),
     /// target (the gradient program, Figure 10 or Figure 5 with --via
     /// direct), opt (after partial evaluation and the rewrites of Figure
-    /// 12). source, target and opt print definitions gradlift parses back.
+    /// 12). source, target and opt print definitions gradlift parses back;
+    /// the UNF stages print a text form that the library reads back
+    /// (gradlift_ad::unf::parse_unf, reverse_unf::parse_target_unf).
     #[command(after_help = concat!(
         "Examples:\n",
         "  gradlift emit examples/example_1_1.grad --stage unf\n",
