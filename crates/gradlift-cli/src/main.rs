@@ -61,7 +61,7 @@ enum Command {
         "Examples:\n",
         "  gradlift emit examples/example_1_1.grad --stage unf\n",
         "  gradlift emit examples/dot.grad --stage target --via direct\n",
-        "  gradlift emit examples/prod.grad --stage opt"
+        "  gradlift emit examples/prod.grad --stage opt --grad"
     ))]
     Emit(EmitArgs),
     /// The cost model of Figure 11 and the cheap-gradient bound.
@@ -155,6 +155,11 @@ struct EmitArgs {
     /// applying their sparse updates as they are built.
     #[arg(long)]
     literal: bool,
+    /// For --stage opt: the gradient program rather than the function
+    /// itself. The target and UNF stages are always of the gradient; the
+    /// source stage is always the function.
+    #[arg(long)]
+    grad: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -370,6 +375,11 @@ fn emit(a: EmitArgs) -> Result<(), String> {
         ),
         Stage::Unf => print!("{}", gradlift::ad::pipeline::source_unf(&closed)),
         Stage::TargetUnf => print!("{}", gradlift::ad::pipeline::target_unf(&closed)),
+        Stage::Opt if !a.grad => {
+            let body = gradlift::ad::simplify::simplify(&closed.body, &Default::default())
+                .map_err(|e| format!("error: {e}"))?;
+            print!("{}", def(closed.name.to_string(), closed.ret.clone(), body));
+        }
         Stage::Target | Stage::Opt => {
             let optimize = matches!(a.stage, Stage::Opt);
             let g = function
