@@ -378,6 +378,84 @@ pub fn nao(e: &Expr) -> usize {
     })
 }
 
+/// Whether `e` is a zero of some ground type built without reading
+/// anything but shapes: `0`, a tuple of zeros, or `map (x. zero) A`
+/// (ZerosLike of Figure 4).
+fn is_zeros(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Const(c) => *c == 0.0,
+        ExprKind::Tuple(es) => es.iter().all(is_zeros),
+        ExprKind::ArrayOp(ArrayOp::Map, f, _) => {
+            matches!(&f.kind, ExprKind::Lambda(_, body) if is_zeros(body))
+        }
+        _ => false,
+    }
+}
+
+/// Splits off the cotangents of a gradient program `(value, (g₁, …, g_k))`
+/// that are structurally zero — parameters nothing flows into — replacing
+/// each by the constant 0, and returns how many there were. Writing them
+/// out costs the size of the parameter, which is output, not work: a
+/// function that ignores an array of length n costs 1, yet its gradient
+/// must still return n zeros. `gradlift cost` reports that cost apart and
+/// checks Theorem 5.4 on the rest (the constants 0 put in their place are
+/// subtracted again, one move each).
+pub fn without_zero_cotangents(term: &Expr) -> (Expr, usize) {
+    gradlift_lang::deep::guard(|| match &term.kind {
+        ExprKind::Let {
+            pat,
+            ty,
+            value,
+            body,
+        } => {
+            let (body, zeros) = without_zero_cotangents(body);
+            let e = Expr::new(
+                ExprKind::Let {
+                    pat: pat.clone(),
+                    ty: ty.clone(),
+                    value: value.clone(),
+                    body: Box::new(body),
+                },
+                term.span,
+            );
+            (e, zeros)
+        }
+        ExprKind::Tuple(parts) if parts.len() == 2 => {
+            let mut zeros = 0;
+            let mut zero = |g: &Expr| {
+                if is_zeros(g) {
+                    zeros += 1;
+                    gradlift_lang::build::real(0.0)
+                } else {
+                    g.clone()
+                }
+            };
+            let grads = match &parts[1].kind {
+                ExprKind::Tuple(gs) => {
+                    Expr::synth(ExprKind::Tuple(gs.iter().map(&mut zero).collect()))
+                }
+                _ => zero(&parts[1]),
+            };
+            (
+                Expr::synth(ExprKind::Tuple(vec![parts[0].clone(), grads])),
+                zeros,
+            )
+        }
+        _ => (term.clone(), 0),
+    })
+}
+
+/// Cost of a gradient program without its structurally zero cotangents
+/// (see [`without_zero_cotangents`]).
+pub fn gradient_cost(
+    vars: &[(Name, Type)],
+    size_vars: &[Name],
+    term: &Expr,
+) -> Result<Cost, CostError> {
+    let (term, zeros) = without_zero_cotangents(term);
+    Ok(cost(vars, size_vars, &term)?.plus(&Cost::of(-(zeros as f64), 0.0, 0.0, 0.0)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -274,7 +274,7 @@ fn at_value_of_the_wrong_shape() {
 
 #[test]
 fn size_parameter_that_is_not_whole() {
-    let out = gradlift(&["eval", ODE, "--at", "x=[1,2], s=2.5"]);
+    let out = gradlift(&["eval", ODE, "--fn", "primal", "--at", "x=[1,2], s=2.5"]);
     let first = failure(&out, "--at:1:12: error: ");
     assert!(first.contains("`s`"), "{first}");
     caret_under(&out, "x=[1,2], s=2.5", "2.5");
@@ -346,7 +346,15 @@ fn eval_dot_plain() {
 
 #[test]
 fn eval_ode() {
-    let out = gradlift(&["eval", ODE, "--at", "x=[1,2,3,4], s=10", "--json"]);
+    let out = gradlift(&[
+        "eval",
+        ODE,
+        "--fn",
+        "primal",
+        "--at",
+        "x=[1,2,3,4], s=10",
+        "--json",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let json: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON output");
     let value: Vec<f64> = json["value"]
@@ -498,4 +506,17 @@ fn emitted_stages_print_and_the_target_parses_back() {
             "(32.0, ([4.0, 5.0, 6.0], [1.0, 2.0, 3.0]))"
         );
     }
+}
+
+#[test]
+fn cost_json_has_exactly_the_documented_fields() {
+    let out = gradlift(&["cost", DOT, "--sizes", "n=10", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out).trim(),
+        r#"{"primal":{"moves":143.0,"adds":10.0,"mults":10.0,"nlops":0.0},"gradient":{"moves":145.0,"adds":10.0,"mults":10.0,"nlops":0.0},"nao":1,"bound":12.0,"ratio":1.0122699386503067,"holds":true}"#
+    );
+    let out = gradlift(&["cost", DOT, "--sizes", "m=10"]);
+    let first = failure(&out, "error: ");
+    assert!(first.contains("`n`"), "{first}");
 }
