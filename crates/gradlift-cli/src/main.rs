@@ -80,6 +80,36 @@ enum Command {
         "  gradlift cost examples/mlp.grad --sizes d=8,h=16,m=100 --json"
     ))]
     Cost(CostArgs),
+    /// Measure compile time, primal time and value-and-gradient time.
+    ///
+    /// Fills the parameters deterministically at the given sizes (reals in
+    /// [0.5, 1.5)), compiles the function and its optimized gradient to
+    /// native code, runs each repeatedly for about --seconds, and reports
+    /// medians: compile time from text to native gradient, the primal's
+    /// and the gradient's time per call, their ratio, and the cost model's
+    /// ratio and bound. With --json, one object {"compile_ms", "primal_ns",
+    /// "grad_ns", "ratio", "cost_ratio", "bound"}.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  gradlift bench examples/dot.grad --sizes n=1000000\n",
+        "  gradlift bench examples/logistic_growth.grad --json"
+    ))]
+    Bench(BenchArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct BenchArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Values of the size variables and size parameters: `n=1000,s=10`.
+    #[arg(long, value_name = "SIZES", default_value = "")]
+    sizes: String,
+    /// About how long to run each of the primal and the gradient.
+    #[arg(long, default_value_t = 1.0)]
+    seconds: f64,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -206,6 +236,7 @@ fn main() -> ExitCode {
         Command::Grad(a) => grad(a),
         Command::Emit(a) => emit(a),
         Command::Cost(a) => cost(a),
+        Command::Bench(a) => bench(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -497,5 +528,174 @@ fn cost(a: CostArgs) -> Result<(), String> {
         "NAO p = {p}, bound 4·3^p = {bound}: {}",
         if holds { "holds" } else { "DOES NOT HOLD" }
     );
+    Ok(())
+}
+
+/// Deterministic inputs: reals in [0.5, 1.5) from a fixed sequence.
+fn bench_value(
+    ty: &gradlift::Type,
+    sizes: &std::collections::HashMap<Name, i64>,
+    state: &mut u64,
+) -> gradlift::Value {
+    use gradlift::{Type, Value};
+    match ty {
+        Type::Real => {
+            *state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            Value::Real(0.5 + (*state >> 11) as f64 / (1u64 << 53) as f64)
+        }
+        Type::Tuple(ts) => Value::tuple(ts.iter().map(|t| bench_value(t, sizes, state)).collect()),
+        Type::Array(t, n) => {
+            let len = n.constant
+                + n.terms
+                    .iter()
+                    .map(|(v, k)| k * sizes.get(v).copied().unwrap_or(0))
+                    .sum::<i64>();
+            Value::array(
+                (0..len.max(0))
+                    .map(|_| bench_value(t, sizes, state))
+                    .collect(),
+            )
+        }
+        _ => Value::Real(0.0),
+    }
+}
+
+/// The median time per call of `f`, run for about `seconds`.
+fn median_ns(seconds: f64, mut f: impl FnMut() -> Result<(), String>) -> Result<f64, String> {
+    let start = std::time::Instant::now();
+    f()?;
+    let once = start.elapsed().as_secs_f64().max(1e-9);
+    // Batches of calls long enough to time, at least 11 of them.
+    let batch = ((1e-3 / once).ceil() as usize).max(1);
+    let batches = ((seconds / (once * batch as f64)) as usize).clamp(11, 1001);
+    let mut times = Vec::with_capacity(batches);
+    for _ in 0..batches {
+        let t = std::time::Instant::now();
+        for _ in 0..batch {
+            f()?;
+        }
+        times.push(t.elapsed().as_secs_f64() * 1e9 / batch as f64);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+fn bench(a: BenchArgs) -> Result<(), String> {
+    let text = std::fs::read_to_string(&a.target.file)
+        .map_err(|e| format!("error: cannot read `{}`: {e}", a.target.file.display()))?;
+    let sizes_f = read_sizes(&a.sizes)?;
+    let sizes: std::collections::HashMap<Name, i64> = sizes_f
+        .iter()
+        .map(|(k, v)| (k.clone(), *v as i64))
+        .collect();
+    let jit = jit()?;
+    // Compile time: text to native gradient, the median of several runs.
+    let name = a.target.function.clone();
+    let compile = || -> Result<(), String> {
+        let program = Program::parse(&a.target.file.display().to_string(), &text)
+            .map_err(|e| e.to_string())?;
+        let f = match &name {
+            Some(n) => program.function(n),
+            None => program.last_function(),
+        }
+        .map_err(|e| format!("error: {e}"))?;
+        let g = f
+            .gradient(None, options(Via::Unf, false, true))
+            .map_err(|e| format!("error: {e}"))?;
+        g.compile(&jit).map_err(|e| e.to_string())?;
+        Ok(())
+    };
+    let compile_ns = median_ns(0.5, compile)?;
+    let program = load(&a.target.file)?;
+    let function = function(&program, &a.target)?;
+    let sig = function.signature();
+    let mut state = 42u64;
+    let mut args = Vec::new();
+    for (p, t) in &sig.params {
+        args.push(match t {
+            Some(t) => bench_value(t, &sizes, &mut state),
+            None => gradlift::Value::Real(*sizes.get(p).ok_or_else(|| {
+                format!("error: the size parameter `{p}` has no value: give it with --sizes {p}=…")
+            })? as f64),
+        });
+    }
+    if let Some(v) = sig.size_vars.iter().find(|v| !sizes.contains_key(*v)) {
+        return Err(format!(
+            "error: the size `{v}` has no value: give it with --sizes {v}=…"
+        ));
+    }
+    let primal = function.compile(&jit).map_err(|e| e.to_string())?;
+    let g = function
+        .gradient(None, options(Via::Unf, false, true))
+        .map_err(|e| format!("error: {e}"))?;
+    let grad = g.compile(&jit).map_err(|e| e.to_string())?;
+    // Flat buffers, prepared once: the timed region is the native call.
+    let bound = gradlift::lang::value::bind_sizes(function.name(), sig, &args)
+        .map_err(|e| format!("error: {e}"))?;
+    let size_values: Vec<i64> = sig.size_vars.iter().map(|v| bound[v]).collect();
+    let flat: Vec<Vec<f64>> = sig
+        .params
+        .iter()
+        .zip(&args)
+        .filter(|((_, t), _)| t.is_some())
+        .map(|(_, v)| {
+            let mut xs = Vec::new();
+            v.flatten(&mut xs);
+            xs
+        })
+        .collect();
+    let inputs: Vec<&[f64]> = flat.iter().map(Vec::as_slice).collect();
+    let out_len = |v: gradlift::Value| {
+        let mut xs = Vec::new();
+        v.flatten(&mut xs);
+        xs.len()
+    };
+    let mut primal_out = vec![0.0; out_len(primal.call(&args).map_err(|e| e.to_string())?)];
+    let (value, grads) = grad.call(&args).map_err(|e| e.to_string())?;
+    let mut grad_out = vec![0.0; 1 + grads.into_iter().map(out_len).sum::<usize>()];
+    let _ = value;
+    let primal_ns = median_ns(a.seconds, || {
+        primal
+            .native()
+            .call_flat(&size_values, &inputs, &mut primal_out)
+            .map_err(|e| e.to_string())
+    })?;
+    let grad_ns = median_ns(a.seconds, || {
+        grad.native()
+            .call_flat(&size_values, &inputs, &mut grad_out)
+            .map_err(|e| e.to_string())
+    })?;
+    // The cost model beside the measurements.
+    let closed = function.closed();
+    let ctx = closed.context();
+    let pc = gradlift::ad::cost::cost(&ctx, &closed.size_vars, &closed.body)
+        .map_err(|e| format!("error: {e}"))?;
+    let gc = gradlift::ad::cost::gradient_cost(&ctx, &closed.size_vars, g.term())
+        .map_err(|e| format!("error: {e}"))?;
+    let total = |c: [f64; 4]| c.iter().sum::<f64>();
+    let cost_ratio = total(gc.eval(&sizes_f)) / total(pc.eval(&sizes_f));
+    let bound = 4.0 * 3f64.powi(gradlift::ad::cost::nao(&closed.body) as i32);
+    let ratio = grad_ns / primal_ns;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "compile_ms": compile_ns / 1e6, "primal_ns": primal_ns, "grad_ns": grad_ns,
+                "ratio": ratio, "cost_ratio": cost_ratio, "bound": bound
+            })
+        );
+    } else {
+        println!(
+            "compile (text → native gradient): {:.3} ms",
+            compile_ns / 1e6
+        );
+        println!("primal:            {:>14.0} ns", primal_ns);
+        println!("value and gradient:{:>14.0} ns", grad_ns);
+        println!(
+            "gradient / primal: {ratio:.2}   (cost model: {cost_ratio:.2}, bound 4·3^p = {bound})"
+        );
+    }
     Ok(())
 }

@@ -520,3 +520,31 @@ fn cost_json_has_exactly_the_documented_fields() {
     let first = failure(&out, "error: ");
     assert!(first.contains("`n`"), "{first}");
 }
+
+#[test]
+fn bench_reports_its_measurements() {
+    let out = gradlift(&[
+        "bench",
+        DOT,
+        "--sizes",
+        "n=100",
+        "--seconds",
+        "0.02",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    for key in [
+        "compile_ms",
+        "primal_ns",
+        "grad_ns",
+        "ratio",
+        "cost_ratio",
+        "bound",
+    ] {
+        assert!(v[key].as_f64().is_some_and(|x| x > 0.0), "{key} in {v}");
+    }
+    let out = gradlift(&["bench", DOT, "--seconds", "0.02"]);
+    let first = failure(&out, "error: ");
+    assert!(first.contains("`n`"), "{first}");
+}
