@@ -189,6 +189,98 @@ impl<'p> Function<'p> {
         })
     }
 
+    /// Value and directional derivative at `args` along `dirs` (one per
+    /// value parameter), by forward mode, on the reference interpreter or
+    /// natively.
+    pub fn jvp(
+        &self,
+        args: &[Value],
+        dirs: &[Value],
+        jit: Option<&Jit>,
+    ) -> Result<(Value, Value), Error> {
+        let program = gradlift_ad::pipeline::jvp_program(&self.program.checked, self.index)?;
+        self.run_extended(&program, args, dirs, jit)
+    }
+
+    /// Value, gradient, and Hessian times `dirs` (one per value parameter),
+    /// by forward mode over the optimized reverse-mode gradient.
+    pub fn hvp(
+        &self,
+        args: &[Value],
+        dirs: &[Value],
+        jit: Option<&Jit>,
+    ) -> Result<HessianVector, Error> {
+        let program = gradlift_ad::pipeline::hvp_program(
+            &self.program.checked,
+            self.index,
+            GradOptions::default(),
+        )?;
+        let (primal, tangent) = self.run_extended(&program, args, dirs, jit)?;
+        let wrt = self
+            .signature()
+            .params
+            .iter()
+            .filter(|(_, t)| t.is_some())
+            .count();
+        let (value, gradient) = split_gradient(primal, wrt);
+        let (_, hvp) = split_gradient(tangent, wrt);
+        Ok(HessianVector {
+            value,
+            gradient,
+            hvp,
+        })
+    }
+
+    /// Runs a program over the parameters followed by one extra value per
+    /// value parameter; the result is a pair.
+    fn run_extended(
+        &self,
+        program: &gradlift_ad::inline::Closed,
+        args: &[Value],
+        dirs: &[Value],
+        jit: Option<&Jit>,
+    ) -> Result<(Value, Value), Error> {
+        let sig = self.signature();
+        let values = sig.params.iter().filter(|(_, t)| t.is_some()).count();
+        if dirs.len() != values {
+            return Err(Error::Args(format!(
+                "error: {} directions given, one per parameter that is not a size ({values}) expected",
+                dirs.len()
+            )));
+        }
+        let mut all = args.to_vec();
+        all.extend(dirs.iter().cloned());
+        let out = match jit {
+            Some(jit) => jit.compile(program)?.call(&all).map_err(call_error)?,
+            None => {
+                // Shapes of the directions must be those of the parameters.
+                let mut shapes = sig.clone();
+                for (p, t) in &sig.params {
+                    if let Some(t) = t {
+                        shapes
+                            .params
+                            .push((Name::from(format!("{p} (direction)")), Some(t.clone())));
+                    }
+                }
+                let sizes = gradlift_lang::value::bind_sizes(self.name(), &shapes, &all)
+                    .map_err(|e| Error::Args(format!("error: {e}")))?;
+                let mut vars: Vec<(Name, Value)> = sizes
+                    .into_iter()
+                    .map(|(n, v)| (n, Value::Real(v as f64)))
+                    .collect();
+                for ((p, _), a) in program.params.iter().zip(&all) {
+                    vars.push((p.clone(), a.clone()));
+                }
+                gradlift_lang::interp::eval_expr(&self.program.checked, &vars, &program.body)
+                    .map_err(|e| self.run_error(e))?
+            }
+        };
+        match out {
+            Value::Tuple(parts) if parts.len() == 2 => Ok((parts[0].clone(), parts[1].clone())),
+            _ => unreachable!("a forward-mode program returns a pair"),
+        }
+    }
+
     /// The definition inlined into one closed term.
     pub fn closed(&self) -> gradlift_ad::inline::Closed {
         gradlift_ad::inline::inline(&self.program.checked, self.index)
@@ -207,6 +299,17 @@ impl<'p> Function<'p> {
 pub struct GradientProgram<'p> {
     function: Function<'p>,
     gradient: gradlift_ad::pipeline::Gradient,
+}
+
+/// The result of a Hessian-vector product.
+#[derive(Clone, Debug)]
+pub struct HessianVector {
+    /// The function's value.
+    pub value: f64,
+    /// Its gradient, one cotangent per value parameter.
+    pub gradient: Vec<Value>,
+    /// The Hessian times the direction, one entry per value parameter.
+    pub hvp: Vec<Value>,
 }
 
 /// A function compiled to native code.

@@ -6,6 +6,7 @@
 pub mod adjoint;
 pub mod cost;
 pub mod direct;
+pub mod forward;
 pub mod inline;
 pub mod names;
 pub mod pipeline;

@@ -165,3 +165,65 @@ pub fn verify(g: &Gradient) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// The forward-mode program of definition `index` (simplified): the
+/// parameters, then one tangent per value parameter; result
+/// `(value, tangent)`.
+pub fn jvp_program(module: &CheckedModule, index: usize) -> Result<Closed, AdError> {
+    let closed = inline(module, index);
+    let mut j = crate::forward::jvp(&closed)?;
+    j.body = simplify(&j.body, &SimplifyOptions::default())?;
+    verify_closed(&j);
+    Ok(j)
+}
+
+/// In debug builds, checks that a derived program type-checks with its
+/// declared result type.
+fn verify_closed(c: &Closed) {
+    if cfg!(debug_assertions) {
+        match check_expr(&c.context(), &c.size_vars, &c.body) {
+            Ok(t) if t == c.ret => {}
+            Ok(t) => panic!(
+                "`{}` has type `{t}`, expected `{}`\n{}",
+                c.name, c.ret, c.body
+            ),
+            Err(e) => panic!("`{}` does not type-check: {e}\n{}", c.name, c.body),
+        }
+    }
+}
+
+/// Forward over reverse: the forward-mode program of the optimized
+/// gradient program. Parameters, then one direction per value parameter;
+/// result `((value, gradient), (⟨gradient, direction⟩, Hessian·direction))`.
+pub fn hvp_program(
+    module: &CheckedModule,
+    index: usize,
+    options: Options,
+) -> Result<Closed, AdError> {
+    let g = gradient(
+        module,
+        index,
+        None,
+        Options {
+            optimize: true,
+            ..options
+        },
+    )?;
+    let grads: Vec<Type> = g.wrt.iter().map(|(_, t)| t.clone()).collect();
+    let grad_ty = if grads.len() == 1 {
+        grads[0].clone()
+    } else {
+        Type::Tuple(grads)
+    };
+    let program = Closed {
+        name: Name::from(format!("{}_grad", g.closed.name)),
+        params: g.closed.params.clone(),
+        size_vars: g.closed.size_vars.clone(),
+        ret: Type::Tuple(vec![Type::Real, grad_ty]),
+        body: g.term,
+    };
+    let mut h = crate::forward::jvp(&program)?;
+    h.body = simplify(&h.body, &SimplifyOptions::default())?;
+    verify_closed(&h);
+    Ok(h)
+}

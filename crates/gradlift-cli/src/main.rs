@@ -1,6 +1,7 @@
 //! The `gradlift` command-line tool.
 
 use clap::{Parser, Subcommand, ValueEnum};
+use gradlift::lang::Spanned;
 use gradlift::{Args, Construction, Function, GradOptions, Name, Program, Route};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -95,6 +96,69 @@ enum Command {
         "  gradlift bench examples/logistic_growth.grad --json"
     ))]
     Bench(BenchArgs),
+    /// Value and directional derivative by forward mode.
+    ///
+    /// --dir gives a direction for every parameter that is not a size, in
+    /// the syntax of --at. Prints the value and the tangent ⟨∇f, dir⟩ (for
+    /// a function returning an array or tuple, the tangent has its shape);
+    /// with --json, {"value": v, "tangent": t}.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  gradlift jvp examples/dot.grad --at 'A=[1,2,3], B=[4,5,6]' --dir 'A=[1,0,0], B=[0,0,0]'\n",
+        "  gradlift jvp examples/ode.grad --fn primal --at 'x=[1,2,3,4], s=10' --dir 'x=[1,0,0,0]' --json"
+    ))]
+    Jvp(DirArgs),
+    /// Hessian-vector product, forward mode over reverse mode.
+    ///
+    /// Prints the value, the gradient and the Hessian times --dir; with
+    /// --json, {"value": v, "gradient": {…}, "hvp": {…}}.
+    #[command(
+        after_help = "Example:\n  gradlift hvp examples/prod.grad --at 'A=[1,2,3]' --dir 'A=[1,0,0]'"
+    )]
+    Hvp(DirArgs),
+    /// The dense Hessian, one Hessian-vector product per input direction
+    /// (for small inputs).
+    ///
+    /// Prints one row per input real, in parameter order; with --json,
+    /// {"value": v, "hessian": [[…], …]}.
+    #[command(
+        after_help = "Example:\n  gradlift hessian examples/example_1_1.grad --at 'x1=2, x2=3, x3=5'"
+    )]
+    Hessian(HessianArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct DirArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The arguments.
+    #[arg(long, value_name = "ARGS", long_help = ARGS_HELP)]
+    at: String,
+    /// The direction: one value per parameter that is not a size, in the
+    /// syntax of --at.
+    #[arg(long, value_name = "ARGS")]
+    dir: String,
+    /// Which engine runs the program.
+    #[arg(long, value_enum, default_value_t = Engine::Jit)]
+    engine: Engine,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+struct HessianArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The arguments.
+    #[arg(long, value_name = "ARGS", long_help = ARGS_HELP)]
+    at: String,
+    /// Which engine runs the program.
+    #[arg(long, value_enum, default_value_t = Engine::Jit)]
+    engine: Engine,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -237,6 +301,9 @@ fn main() -> ExitCode {
         Command::Emit(a) => emit(a),
         Command::Cost(a) => cost(a),
         Command::Bench(a) => bench(a),
+        Command::Jvp(a) => jvp(a),
+        Command::Hvp(a) => hvp(a),
+        Command::Hessian(a) => hessian(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -698,4 +765,194 @@ fn bench(a: BenchArgs) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// The values of `--dir`: one per parameter that is not a size.
+fn directions(function: &Function, text: &str) -> Result<Vec<gradlift::Value>, String> {
+    let dirs = read_args("--dir", text)?;
+    let sig = function.signature();
+    // The direction of a parameter has the parameter's type.
+    let mut values_only = sig.clone();
+    values_only.params.retain(|(_, t)| t.is_some());
+    dirs.values_for(function.name(), &values_only)
+        .map_err(|e| match &dirs.source {
+            Some(src) if e.span() != gradlift::Span::DUMMY => gradlift::lang::Located {
+                file: src,
+                error: &e,
+            }
+            .to_string(),
+            _ => format!("error: --dir: {e}"),
+        })
+}
+
+fn jvp(a: DirArgs) -> Result<(), String> {
+    let program = load(&a.target.file)?;
+    let function = function(&program, &a.target)?;
+    let values = function
+        .args(&read_args("--at", &a.at)?)
+        .map_err(|e| e.to_string())?;
+    let dirs = directions(&function, &a.dir)?;
+    let jit = match a.engine {
+        Engine::Jit => Some(jit()?),
+        Engine::Interp => None,
+    };
+    let (value, tangent) = function
+        .jvp(&values, &dirs, jit.as_ref())
+        .map_err(|e| e.to_string())?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({ "value": value.to_json(), "tangent": tangent.to_json() })
+        );
+    } else {
+        println!("value: {value}");
+        println!("tangent: {tangent}");
+    }
+    Ok(())
+}
+
+fn hvp(a: DirArgs) -> Result<(), String> {
+    let program = load(&a.target.file)?;
+    let function = function(&program, &a.target)?;
+    let values = function
+        .args(&read_args("--at", &a.at)?)
+        .map_err(|e| e.to_string())?;
+    let dirs = directions(&function, &a.dir)?;
+    let jit = match a.engine {
+        Engine::Jit => Some(jit()?),
+        Engine::Interp => None,
+    };
+    let r = function
+        .hvp(&values, &dirs, jit.as_ref())
+        .map_err(|e| e.to_string())?;
+    let names: Vec<String> = function
+        .signature()
+        .params
+        .iter()
+        .filter(|(_, t)| t.is_some())
+        .map(|(n, _)| n.to_string())
+        .collect();
+    let object = |vs: &[gradlift::Value]| {
+        let m: serde_json::Map<String, serde_json::Value> = names
+            .iter()
+            .zip(vs)
+            .map(|(n, v)| (n.clone(), v.to_json()))
+            .collect();
+        serde_json::Value::Object(m)
+    };
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "value": gradlift::Value::Real(r.value).to_json(),
+                "gradient": object(&r.gradient),
+                "hvp": object(&r.hvp)
+            })
+        );
+    } else {
+        println!("value: {}", gradlift::Value::Real(r.value));
+        for ((n, g), h) in names.iter().zip(&r.gradient).zip(&r.hvp) {
+            println!("d/d{n}: {g}");
+            println!("(H·dir)_{n}: {h}");
+        }
+    }
+    Ok(())
+}
+
+/// The largest Hessian `hessian` computes (input reals).
+const HESSIAN_LIMIT: usize = 1000;
+
+fn hessian(a: HessianArgs) -> Result<(), String> {
+    let program = load(&a.target.file)?;
+    let function = function(&program, &a.target)?;
+    let values = function
+        .args(&read_args("--at", &a.at)?)
+        .map_err(|e| e.to_string())?;
+    let sig = function.signature();
+    let inputs: Vec<&gradlift::Value> = sig
+        .params
+        .iter()
+        .zip(&values)
+        .filter(|((_, t), _)| t.is_some())
+        .map(|(_, v)| v)
+        .collect();
+    let sizes: Vec<usize> = inputs
+        .iter()
+        .map(|v| {
+            let mut xs = Vec::new();
+            v.flatten(&mut xs);
+            xs.len()
+        })
+        .collect();
+    let total: usize = sizes.iter().sum();
+    if total > HESSIAN_LIMIT {
+        return Err(format!(
+            "error: the input has {total} reals; hessian computes dense Hessians of at most {HESSIAN_LIMIT} (use hvp)"
+        ));
+    }
+    let jit = match a.engine {
+        Engine::Jit => Some(jit()?),
+        Engine::Interp => None,
+    };
+    let mut rows = Vec::with_capacity(total);
+    let mut value = 0.0;
+    for k in 0..total {
+        // The k-th basis direction, shaped like the inputs.
+        let mut i = 0;
+        let dirs: Vec<gradlift::Value> = inputs
+            .iter()
+            .map(|v| {
+                let mut xs = Vec::new();
+                v.flatten(&mut xs);
+                let unit: Vec<f64> = xs
+                    .iter()
+                    .map(|_| {
+                        i += 1;
+                        if i - 1 == k {
+                            1.0
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect();
+                reshape(v, &mut unit.into_iter())
+            })
+            .collect();
+        let r = function
+            .hvp(&values, &dirs, jit.as_ref())
+            .map_err(|e| e.to_string())?;
+        value = r.value;
+        let mut row = Vec::new();
+        for h in &r.hvp {
+            h.flatten(&mut row);
+        }
+        rows.push(row);
+    }
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({ "value": gradlift::Value::Real(value).to_json(), "hessian": rows })
+        );
+    } else {
+        println!("value: {}", gradlift::Value::Real(value));
+        for row in rows {
+            let cells: Vec<String> = row
+                .iter()
+                .map(|x| gradlift::Value::Real(*x).to_string())
+                .collect();
+            println!("{}", cells.join("  "));
+        }
+    }
+    Ok(())
+}
+
+/// `shape` with its reals replaced, in order, by `xs`.
+fn reshape(shape: &gradlift::Value, xs: &mut impl Iterator<Item = f64>) -> gradlift::Value {
+    use gradlift::Value;
+    match shape {
+        Value::Real(_) => Value::Real(xs.next().unwrap_or(0.0)),
+        Value::Tuple(ps) => Value::tuple(ps.iter().map(|p| reshape(p, xs)).collect()),
+        Value::Array(ps) => Value::array(ps.iter().map(|p| reshape(p, xs)).collect()),
+        other => other.clone(),
+    }
 }

@@ -548,3 +548,52 @@ fn bench_reports_its_measurements() {
     let first = failure(&out, "error: ");
     assert!(first.contains("`n`"), "{first}");
 }
+
+#[test]
+fn forward_mode_and_second_order() {
+    let out = gradlift(&[
+        "jvp",
+        DOT,
+        "--at",
+        "A=[1,2,3], B=[4,5,6]",
+        "--dir",
+        "A=[1,0,0], B=[0,0,1]",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), r#"{"value":32.0,"tangent":7.0}"#);
+    let out = gradlift(&[
+        "hvp",
+        PROD,
+        "--at",
+        "A=[1,2,3]",
+        "--dir",
+        "A=[1,0,0]",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out).trim(),
+        r#"{"value":6.0,"gradient":{"A":[6.0,3.0,2.0]},"hvp":{"A":[0.0,3.0,2.0]}}"#
+    );
+    let ex = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/example_1_1.grad"
+    );
+    let out = gradlift(&["hessian", ex, "--at", "x1=2, x2=3, x3=5", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out).trim(),
+        r#"{"value":12.0,"hessian":[[6.0,4.0,0.0],[4.0,0.0,0.0],[0.0,0.0,0.0]]}"#
+    );
+    // A direction of the wrong shape is a clear error.
+    let out = gradlift(&[
+        "jvp",
+        DOT,
+        "--at",
+        "A=[1,2,3], B=[4,5,6]",
+        "--dir",
+        "A=[1,0], B=[0,0,1]",
+    ]);
+    failure(&out, "error: ");
+}

@@ -1,0 +1,304 @@
+//! Forward mode by transformation: the tangent semantics, every real paired
+//! with its tangent (the ∂post of the forward-mode semantics, the
+//! `$ad.forward()` of the macro chapter, dual numbers as a program
+//! transformation).
+//!
+//! Input: a first-order closed term (a program, or a gradient program —
+//! forward over reverse gives Hessian-vector products). Output: a closed
+//! term over the parameters and one tangent per value parameter
+//! (`<name>_dot`, same type) returning `(value, tangent)`.
+//!
+//! Types are lifted, `D(R) = (R, R)`, `D(T₁×…×T_k) = D(T₁)×…×D(T_k)`,
+//! `D([T; n]) = [D(T); n]`, and terms structurally:
+//!
+//! ```text
+//! D(c) = (c, 0)          D(x) = x          D(n) = (n, 0)   for a size n
+//! D(p(e₁, e₂)) = let a = D(e₁) in let b = D(e₂) in let r = p(a.0, b.0) in
+//!                (r, ∂₁p(a.0, b.0)·a.1 + ∂₂p(a.0, b.0)·b.1)
+//!                where a zero tangent contributes 0 even if the partial is
+//!                infinite (no 0·inf = nan, as in gradlift-tape's duals)
+//! D(a < b) = D(a).0 < D(b).0        (conditions are not differentiated)
+//! D(map F A) = map D(F) D(A), D(reduce F z A) = reduce D(F) D(z) D(A), …
+//! D(iota(n)) = map (i. (i, 0)) iota(n)       (sizes stay sizes)
+//! ```
+//!
+//! Every other construct (let, tuples, projections, `if`, array literals,
+//! indexing, `replicate`, `concat`, `take`, `drop`, shifts, `len`, folds and
+//! scans) keeps its shape, applied to lifted values, so the tangent rules of
+//! the whole language follow from the primitives' partial derivatives — the
+//! same column of the primitive table the reverse mode uses.
+
+use crate::direct::AdError;
+use crate::inline::Closed;
+use crate::names::NameSupply;
+use gradlift_lang::build::*;
+use gradlift_lang::deep::guard;
+use gradlift_lang::prim::PrimKind;
+use gradlift_lang::syntax::*;
+use std::collections::HashSet;
+
+/// `D(T)`.
+pub fn lift_type(t: &Type) -> Type {
+    match t {
+        Type::Real => Type::Tuple(vec![Type::Real, Type::Real]),
+        Type::Tuple(ts) => Type::Tuple(ts.iter().map(lift_type).collect()),
+        Type::Array(t, n) => Type::array(lift_type(t), n.clone()),
+        Type::Bool | Type::Fun(..) => t.clone(),
+    }
+}
+
+/// The forward-mode program of `closed`: parameters, then a tangent per
+/// value parameter; result `(value, tangent)`.
+pub fn jvp(closed: &Closed) -> Result<Closed, AdError> {
+    let mut names = NameSupply::new();
+    for (n, _) in &closed.params {
+        names.reserve(n);
+    }
+    for n in &closed.size_vars {
+        names.reserve(n);
+    }
+    reserve(&closed.body, &mut names);
+    let mut f = Forward {
+        names,
+        sizes: closed.size_vars.iter().cloned().collect(),
+    };
+    let mut params = closed.params.clone();
+    let mut joins = Vec::new();
+    for (p, t) in &closed.params {
+        if let Some(t) = t {
+            let dot = f.names.fresh(&format!("{p}_dot"));
+            params.push((dot.clone(), Some(t.clone())));
+            let joined = f.join(t, var(p), var(&dot));
+            joins.push((pvar(p), joined));
+        }
+    }
+    let body = f.expr(&closed.body)?;
+    let r = f.names.fresh("result");
+    let (value, tangent) = f.split(&closed.ret, var(&r));
+    let out = let_in(pvar(&r), body, tuple(vec![value, tangent]));
+    let body = crate::direct::lets(joins, out);
+    Ok(Closed {
+        name: Name::from(format!("{}_jvp", closed.name)),
+        params,
+        size_vars: closed.size_vars.clone(),
+        ret: Type::Tuple(vec![closed.ret.clone(), closed.ret.clone()]),
+        body,
+    })
+}
+
+fn reserve(e: &Expr, names: &mut NameSupply) {
+    let mut todo = vec![e];
+    while let Some(e) = todo.pop() {
+        match &e.kind {
+            ExprKind::Var(n) => names.reserve(n),
+            ExprKind::Let { pat, .. } => {
+                let mut ns = Vec::new();
+                pat.names(&mut ns);
+                ns.iter().for_each(|n| names.reserve(n));
+            }
+            ExprKind::Lambda(ps, _) => {
+                for p in ps {
+                    let mut ns = Vec::new();
+                    p.pat.names(&mut ns);
+                    ns.iter().for_each(|n| names.reserve(n));
+                }
+            }
+            _ => {}
+        }
+        todo.extend(e.children());
+    }
+}
+
+struct Forward {
+    names: NameSupply,
+    sizes: HashSet<Name>,
+}
+
+impl Forward {
+    /// A value `v` and a tangent `t` of type `ty` as one lifted value.
+    fn join(&mut self, ty: &Type, v: Expr, t: Expr) -> Expr {
+        match ty {
+            Type::Real => tuple(vec![v, t]),
+            Type::Tuple(ts) => Expr::synth(ExprKind::Tuple(
+                ts.iter()
+                    .enumerate()
+                    .map(|(k, t_k)| self.join(t_k, proj(v.clone(), k), proj(t.clone(), k)))
+                    .collect(),
+            )),
+            Type::Array(elem, _) => {
+                let (x, y) = (self.names.fresh("x"), self.names.fresh("y"));
+                let body = self.join(elem, var(&x), var(&y));
+                array_op(
+                    ArrayOp::Map2,
+                    lambda(vec![pvar(&x), pvar(&y)], body),
+                    vec![v, t],
+                )
+            }
+            Type::Bool | Type::Fun(..) => v,
+        }
+    }
+
+    /// A lifted value `d` of type `D(ty)` split into value and tangent.
+    fn split(&mut self, ty: &Type, d: Expr) -> (Expr, Expr) {
+        match ty {
+            Type::Real => (proj(d.clone(), 0), proj(d, 1)),
+            Type::Tuple(ts) => {
+                let (vs, ts): (Vec<Expr>, Vec<Expr>) = ts
+                    .iter()
+                    .enumerate()
+                    .map(|(k, t)| self.split(t, proj(d.clone(), k)))
+                    .unzip();
+                (
+                    Expr::synth(ExprKind::Tuple(vs)),
+                    Expr::synth(ExprKind::Tuple(ts)),
+                )
+            }
+            Type::Array(elem, _) => {
+                let (x, y) = (self.names.fresh("x"), self.names.fresh("x"));
+                let (v, _) = self.split(elem, var(&x));
+                let (_, t) = self.split(elem, var(&y));
+                (
+                    array_op(ArrayOp::Map, lambda(vec![pvar(&x)], v), vec![d.clone()]),
+                    array_op(ArrayOp::Map, lambda(vec![pvar(&y)], t), vec![d]),
+                )
+            }
+            Type::Bool | Type::Fun(..) => (d.clone(), d),
+        }
+    }
+
+    fn all(&mut self, es: &[Expr]) -> Result<Vec<Expr>, AdError> {
+        es.iter().map(|e| self.expr(e)).collect()
+    }
+
+    fn expr(&mut self, e: &Expr) -> Result<Expr, AdError> {
+        guard(|| self.expr_inner(e))
+    }
+
+    fn expr_inner(&mut self, e: &Expr) -> Result<Expr, AdError> {
+        let unsupported = |what: &str| {
+            Err(AdError::Unsupported {
+                what: format!("{what} in forward mode"),
+                span: e.span,
+            })
+        };
+        Ok(match &e.kind {
+            ExprKind::Const(_) => tuple(vec![e.clone(), Expr::structural_zero()]),
+            ExprKind::Var(n) if self.sizes.contains(n) => {
+                tuple(vec![e.clone(), Expr::structural_zero()])
+            }
+            ExprKind::Var(_) => e.clone(),
+            ExprKind::Prim(p, args) => match p.info().kind {
+                PrimKind::Compare => {
+                    let args = self.all(args)?;
+                    prim(*p, args.into_iter().map(|a| proj(a, 0)).collect())
+                }
+                PrimKind::Logic => prim(*p, self.all(args)?),
+                PrimKind::Real => {
+                    let mut binds = Vec::new();
+                    let mut primals = Vec::new();
+                    let mut tangents = Vec::new();
+                    for a in args {
+                        let d = self.expr(a)?;
+                        let n = self.names.fresh("d");
+                        binds.push((pvar(&n), d));
+                        primals.push(proj(var(&n), 0));
+                        tangents.push(proj(var(&n), 1));
+                    }
+                    let r = self.names.fresh("r");
+                    binds.push((pvar(&r), prim(*p, primals.clone())));
+                    let partials = p.partials(&primals, &var(&r));
+                    let tangent = partials
+                        .into_iter()
+                        .zip(tangents)
+                        .filter(|(d, _)| !d.is_structural_zero())
+                        // A zero tangent contributes zero even where the
+                        // partial is infinite (`max(-inf, a)`, `t * t` at
+                        // t = -inf), as the dual numbers of gradlift-tape do.
+                        .map(|(d, t)| {
+                            let zero = prim(gradlift_lang::Prim::Eq, vec![t.clone(), real(0.0)]);
+                            cond(zero, Expr::structural_zero(), mul(d, t))
+                        })
+                        .reduce(add)
+                        .unwrap_or_else(Expr::structural_zero);
+                    crate::direct::lets(binds, tuple(vec![var(&r), tangent]))
+                }
+            },
+            ExprKind::PrimFn(_) | ExprKind::Apply(..) => return unsupported("a function value"),
+            // `[]` is an empty array of reals: of pairs once lifted.
+            ExprKind::ArrayLit(es) if es.is_empty() => builtin(
+                Builtin::Replicate,
+                vec![real(0.0), tuple(vec![real(0.0), real(0.0)])],
+            ),
+            ExprKind::Let {
+                pat,
+                ty,
+                value,
+                body,
+            } => Expr::synth(ExprKind::Let {
+                pat: pat.clone(),
+                ty: ty.as_ref().map(lift_type),
+                value: Box::new(self.expr(value)?),
+                body: Box::new(self.expr(body)?),
+            }),
+            ExprKind::Lambda(params, body) => {
+                if params.iter().any(|p| p.ty.is_some()) {
+                    return unsupported("a Target lambda");
+                }
+                lambda(
+                    params.iter().map(|p| p.pat.clone()).collect(),
+                    self.expr(body)?,
+                )
+            }
+            ExprKind::ArrayOp(op, f, args) => {
+                let f = match &f.kind {
+                    ExprKind::PrimFn(p) => {
+                        let ps: Vec<Name> = ["a", "b"][..p.info().arity]
+                            .iter()
+                            .map(|b| self.names.fresh(b))
+                            .collect();
+                        lambda(
+                            ps.iter().map(pvar).collect(),
+                            prim(*p, ps.iter().map(var).collect()),
+                        )
+                    }
+                    _ => f.as_ref().clone(),
+                };
+                array_op(*op, self.expr(&f)?, self.all(args)?)
+            }
+            ExprKind::Builtin(b, args) => match b {
+                Builtin::Len => tuple(vec![builtin(*b, self.all(args)?), Expr::structural_zero()]),
+                Builtin::Iota => {
+                    let i = self.names.fresh("i");
+                    array_op(
+                        ArrayOp::Map,
+                        lambda(
+                            vec![pvar(&i)],
+                            tuple(vec![var(&i), Expr::structural_zero()]),
+                        ),
+                        vec![e.clone()],
+                    )
+                }
+                Builtin::Replicate | Builtin::Take | Builtin::Drop => {
+                    builtin(*b, vec![args[0].clone(), self.expr(&args[1])?])
+                }
+                _ => builtin(*b, self.all(args)?),
+            },
+            // Tuples, projections, array literals, indexing, `if`: the same
+            // shape on lifted values.
+            _ => {
+                let mut failed = None;
+                let out = e.map_children(&mut |c| match self.expr(c) {
+                    Ok(x) => x,
+                    Err(x) => {
+                        failed.get_or_insert(x);
+                        c.clone()
+                    }
+                });
+                match failed {
+                    Some(x) => return Err(x),
+                    None => out,
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,118 @@
+//! Forward mode against reverse mode: ⟨∇f(x), v⟩ == jvp(f)(x, v) on the
+//! examples and on generated programs; the value is the primal's.
+
+use gradlift_ad::forward::jvp;
+use gradlift_ad::inline::{inline, Closed};
+use gradlift_ad::pipeline::{gradient, Options};
+use gradlift_lang::testing::{generate, Config};
+use gradlift_lang::value::bind_sizes;
+use gradlift_lang::{check_module, interp, CheckedModule, Name, Type, Value};
+
+fn rebuild(shape: &Value, xs: &mut impl Iterator<Item = f64>) -> Value {
+    match shape {
+        Value::Real(_) => Value::Real(xs.next().unwrap()),
+        Value::Tuple(ps) => Value::tuple(ps.iter().map(|p| rebuild(p, xs)).collect()),
+        Value::Array(ps) => Value::array(ps.iter().map(|p| rebuild(p, xs)).collect()),
+        other => other.clone(),
+    }
+}
+
+fn run(
+    m: &CheckedModule,
+    closed: &Closed,
+    index: usize,
+    args: &[Value],
+    extra: &[Value],
+    term: &gradlift_lang::Expr,
+) -> Value {
+    let sizes = bind_sizes(&closed.name, &m.sigs[index], args).unwrap();
+    let mut vars: Vec<(Name, Value)> = sizes
+        .into_iter()
+        .map(|(n, v)| (n, Value::Real(v as f64)))
+        .collect();
+    let mut values = args.iter().chain(extra);
+    for (p, _) in &closed.params {
+        if let Some(v) = values.next() {
+            vars.push((p.clone(), v.clone()));
+        }
+    }
+    interp::eval_expr(m, &vars, term).unwrap_or_else(|e| panic!("{e}\n{term}"))
+}
+
+#[test]
+fn jvp_equals_the_gradient_times_the_direction() {
+    let mut checked = 0;
+    for seed in 0..400 {
+        let case = generate(seed, &Config::default());
+        let m = check_module(case.module.clone()).unwrap();
+        let index = m.module.defs.len() - 1;
+        let sig = &m.sigs[index];
+        if sig.ret != Type::Real || sig.params.iter().all(|(_, t)| t.is_none()) {
+            continue;
+        }
+        let closed = inline(&m, index);
+        // A direction: one value per value parameter, reals in (-1, 1).
+        let mut state = seed.wrapping_mul(2654435761) | 1;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        };
+        let dirs: Vec<Value> = sig
+            .params
+            .iter()
+            .zip(&case.args)
+            .filter(|((_, t), _)| t.is_some())
+            .map(|(_, a)| {
+                let mut flat = Vec::new();
+                a.flatten(&mut flat);
+                let xs: Vec<f64> = flat.iter().map(|_| next()).collect();
+                rebuild(a, &mut xs.into_iter())
+            })
+            .collect();
+        let mut j = jvp(&closed).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        // Simplified as the pipeline simplifies: structural zero tangents
+        // are dropped rather than multiplied by a partial that may be inf.
+        j.body = gradlift_ad::simplify::simplify(&j.body, &Default::default()).unwrap();
+        let out = run(&m, &j, index, &case.args, &dirs, &j.body);
+        let Value::Tuple(parts) = out else {
+            panic!("a pair")
+        };
+        let (value, tangent) = (parts[0].as_real().unwrap(), parts[1].as_real().unwrap());
+        let primal = interp::call(&m, index, &case.args)
+            .unwrap()
+            .as_real()
+            .unwrap();
+        assert!(
+            value.to_bits() == primal.to_bits() || (value.is_nan() && primal.is_nan()),
+            "seed {seed}"
+        );
+        let g = gradient(&m, index, None, Options::default()).unwrap();
+        let Value::Tuple(gparts) = run(&m, &closed, index, &case.args, &[], &g.term) else {
+            panic!("a pair")
+        };
+        let grads: Vec<Value> = if g.wrt.len() == 1 {
+            vec![gparts[1].clone()]
+        } else {
+            match &gparts[1] {
+                Value::Tuple(gs) => gs.to_vec(),
+                _ => panic!("a tuple"),
+            }
+        };
+        let mut dot = 0.0;
+        for (gv, dv) in grads.iter().zip(&dirs) {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            gv.flatten(&mut a);
+            dv.flatten(&mut b);
+            dot += a.iter().zip(&b).map(|(x, y)| x * y).sum::<f64>();
+        }
+        assert!(
+            (dot - tangent).abs() <= 1e-9 * (1.0 + dot.abs()) || (dot.is_nan() && tangent.is_nan()),
+            "seed {seed}: ⟨∇f, v⟩ = {dot}, jvp = {tangent}\n{}",
+            case.text()
+        );
+        checked += 1;
+    }
+    assert!(checked >= 200, "{checked}");
+}
