@@ -231,6 +231,39 @@ impl<'p> Function<'p> {
         })
     }
 
+    /// Compiles the forward-mode program once: call it with arguments and
+    /// directions.
+    pub fn compile_jvp(&self, jit: &Jit) -> Result<CompiledPair, Error> {
+        let program = gradlift_ad::pipeline::jvp_program(&self.program.checked, self.index)?;
+        Ok(CompiledPair {
+            compiled: jit.compile(&program)?,
+            values: self.value_params(),
+        })
+    }
+
+    /// Compiles the Hessian-vector product program once (forward over
+    /// reverse): call it with arguments and directions; the result's first
+    /// part is (value, gradient), its second (⟨gradient, direction⟩, H·direction).
+    pub fn compile_hvp(&self, jit: &Jit) -> Result<CompiledPair, Error> {
+        let program = gradlift_ad::pipeline::hvp_program(
+            &self.program.checked,
+            self.index,
+            GradOptions::default(),
+        )?;
+        Ok(CompiledPair {
+            compiled: jit.compile(&program)?,
+            values: self.value_params(),
+        })
+    }
+
+    fn value_params(&self) -> usize {
+        self.signature()
+            .params
+            .iter()
+            .filter(|(_, t)| t.is_some())
+            .count()
+    }
+
     /// Runs a program over the parameters followed by one extra value per
     /// value parameter; the result is a pair.
     fn run_extended(
@@ -310,6 +343,37 @@ pub struct HessianVector {
     pub gradient: Vec<Value>,
     /// The Hessian times the direction, one entry per value parameter.
     pub hvp: Vec<Value>,
+}
+
+/// A compiled program over the parameters and one direction per value
+/// parameter, returning a pair (a forward-mode or Hessian-vector program).
+pub struct CompiledPair {
+    compiled: gradlift_jit::Compiled,
+    values: usize,
+}
+
+impl CompiledPair {
+    /// The pair at `args` along `dirs` (shapes checked).
+    pub fn call(&self, args: &[Value], dirs: &[Value]) -> Result<(Value, Value), Error> {
+        if dirs.len() != self.values {
+            return Err(Error::Args(format!(
+                "error: {} directions given, {} expected",
+                dirs.len(),
+                self.values
+            )));
+        }
+        let mut all = args.to_vec();
+        all.extend(dirs.iter().cloned());
+        match self.compiled.call(&all).map_err(call_error)? {
+            Value::Tuple(parts) if parts.len() == 2 => Ok((parts[0].clone(), parts[1].clone())),
+            _ => unreachable!("the program returns a pair"),
+        }
+    }
+
+    /// The native code and its raw entry point (see docs/abi.md).
+    pub fn native(&self) -> &gradlift_jit::Compiled {
+        &self.compiled
+    }
 }
 
 /// A function compiled to native code.
