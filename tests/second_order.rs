@@ -84,7 +84,10 @@ fn hessian_vector_products() {
         // Forward mode alone, native against interpreted.
         let (jv, jt) = f.jvp(&case.args, &v, None).unwrap();
         let (nv, nt) = f.jvp(&case.args, &v, Some(&jit)).unwrap();
-        assert!(jv.same(&nv) && jt.same(&nt), "seed {seed}: jvp {jv} {jt} vs native {nv} {nt}");
+        assert!(
+            jv.same(&nv) && jt.same(&nt),
+            "seed {seed}: jvp {jv} {jt} vs native {nv} {nt}"
+        );
         let (hv_flat, hu_flat) = (flat(&hv.hvp), flat(&hu.hvp));
         if hv_flat.iter().chain(&hu_flat).any(|x| !x.is_finite()) {
             continue;
