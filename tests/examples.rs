@@ -48,16 +48,6 @@ fn examples_evaluate_to_their_expected_values() {
     }
 }
 
-fn rebuild(shape: &gradlift::Value, xs: &mut impl Iterator<Item = f64>) -> gradlift::Value {
-    use gradlift::Value;
-    match shape {
-        Value::Real(_) => Value::Real(xs.next().unwrap()),
-        Value::Tuple(ps) => Value::tuple(ps.iter().map(|p| rebuild(p, xs)).collect()),
-        Value::Array(ps) => Value::array(ps.iter().map(|p| rebuild(p, xs)).collect()),
-        other => other.clone(),
-    }
-}
-
 /// The gradient of every real-valued example, by both routes, agrees with
 /// central finite differences (h = 1e-6·max(1, |x|), relative tolerance 1e-5;
 /// the logistic-growth loss sums 4,000 steps, so its differences are taken
@@ -117,7 +107,7 @@ fn example_gradients_match_finite_differences() {
                         let mut xs = flat.clone();
                         xs[j] += delta;
                         let mut a = args.clone();
-                        a[i] = rebuild(&args[i], &mut xs.into_iter());
+                        a[i] = args[i].with_reals(&mut xs.into_iter());
                         f.eval(&a).unwrap().as_real().unwrap()
                     };
                     let fd = (at(h) - at(-h)) / (2.0 * h);

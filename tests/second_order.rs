@@ -6,15 +6,6 @@
 use gradlift::lang::testing::{generate, Config};
 use gradlift::{GradOptions, Jit, Program, Type, Value};
 
-fn reshape(shape: &Value, xs: &mut impl Iterator<Item = f64>) -> Value {
-    match shape {
-        Value::Real(_) => Value::Real(xs.next().unwrap()),
-        Value::Tuple(ps) => Value::tuple(ps.iter().map(|p| reshape(p, xs)).collect()),
-        Value::Array(ps) => Value::array(ps.iter().map(|p| reshape(p, xs)).collect()),
-        other => other.clone(),
-    }
-}
-
 fn flat(vs: &[Value]) -> Vec<f64> {
     let mut out = Vec::new();
     vs.iter().for_each(|v| v.flatten(&mut out));
@@ -65,7 +56,7 @@ fn hessian_vector_products() {
                             (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
                         })
                         .collect();
-                    reshape(v, &mut ds.into_iter())
+                    v.with_reals(&mut ds.into_iter())
                 })
                 .collect()
         };
@@ -108,7 +99,7 @@ fn hessian_vector_products() {
                 x.flatten(&mut xs);
                 d.flatten(&mut ds);
                 let moved: Vec<f64> = xs.iter().zip(&ds).map(|(a, b)| a + t * b).collect();
-                args[*i] = reshape(x, &mut moved.into_iter());
+                args[*i] = x.with_reals(&mut moved.into_iter());
             }
             flat(&g.eval(&args).unwrap().1)
         };

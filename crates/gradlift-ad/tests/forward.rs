@@ -8,15 +8,6 @@ use gradlift_lang::testing::{generate, Config};
 use gradlift_lang::value::bind_sizes;
 use gradlift_lang::{check_module, interp, CheckedModule, Name, Type, Value};
 
-fn rebuild(shape: &Value, xs: &mut impl Iterator<Item = f64>) -> Value {
-    match shape {
-        Value::Real(_) => Value::Real(xs.next().unwrap()),
-        Value::Tuple(ps) => Value::tuple(ps.iter().map(|p| rebuild(p, xs)).collect()),
-        Value::Array(ps) => Value::array(ps.iter().map(|p| rebuild(p, xs)).collect()),
-        other => other.clone(),
-    }
-}
-
 fn run(
     m: &CheckedModule,
     closed: &Closed,
@@ -68,7 +59,7 @@ fn jvp_equals_the_gradient_times_the_direction() {
                 let mut flat = Vec::new();
                 a.flatten(&mut flat);
                 let xs: Vec<f64> = flat.iter().map(|_| next()).collect();
-                rebuild(a, &mut xs.into_iter())
+                a.with_reals(&mut xs.into_iter())
             })
             .collect();
         let mut j = jvp(&closed).unwrap_or_else(|e| panic!("seed {seed}: {e}"));

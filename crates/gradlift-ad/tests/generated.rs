@@ -15,15 +15,6 @@ use gradlift_lang::testing::{generate, Config};
 use gradlift_lang::value::bind_sizes;
 use gradlift_lang::{check_module, interp, CheckedModule, Name, Type, Value};
 
-fn rebuild(shape: &Value, xs: &mut impl Iterator<Item = f64>) -> Value {
-    match shape {
-        Value::Real(_) => Value::Real(xs.next().unwrap()),
-        Value::Tuple(ps) => Value::tuple(ps.iter().map(|p| rebuild(p, xs)).collect()),
-        Value::Array(ps) => Value::array(ps.iter().map(|p| rebuild(p, xs)).collect()),
-        other => other.clone(),
-    }
-}
-
 /// Central differences with step `h` for every real of every value argument.
 fn fd(m: &CheckedModule, index: usize, args: &[Value], scale: f64) -> Vec<Vec<f64>> {
     let f = |a: &[Value]| interp::call(m, index, a).unwrap().as_real().unwrap();
@@ -41,8 +32,8 @@ fn fd(m: &CheckedModule, index: usize, args: &[Value], scale: f64) -> Vec<Vec<f6
             p[k] += h;
             q[k] -= h;
             let (mut ap, mut aq) = (args.to_vec(), args.to_vec());
-            ap[i] = rebuild(&args[i], &mut p.into_iter());
-            aq[i] = rebuild(&args[i], &mut q.into_iter());
+            ap[i] = args[i].with_reals(&mut p.into_iter());
+            aq[i] = args[i].with_reals(&mut q.into_iter());
             grads.push((f(&ap) - f(&aq)) / (2.0 * h));
         }
         out.push(grads);

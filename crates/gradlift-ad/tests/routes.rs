@@ -70,23 +70,14 @@ fn finite_differences(m: &CheckedModule, args: &[Value]) -> Vec<Vec<f64>> {
             let mut minus = flat.clone();
             minus[k] -= h;
             let mut a_plus = args.to_vec();
-            a_plus[i] = rebuild(&args[i], &mut plus.into_iter());
+            a_plus[i] = args[i].with_reals(&mut plus.into_iter());
             let mut a_minus = args.to_vec();
-            a_minus[i] = rebuild(&args[i], &mut minus.into_iter());
+            a_minus[i] = args[i].with_reals(&mut minus.into_iter());
             grads.push((f(&a_plus) - f(&a_minus)) / (2.0 * h));
         }
         out.push(grads);
     }
     out
-}
-
-fn rebuild(shape: &Value, xs: &mut impl Iterator<Item = f64>) -> Value {
-    match shape {
-        Value::Real(_) => Value::Real(xs.next().unwrap()),
-        Value::Tuple(ps) => Value::tuple(ps.iter().map(|p| rebuild(p, xs)).collect()),
-        Value::Array(ps) => Value::array(ps.iter().map(|p| rebuild(p, xs)).collect()),
-        other => other.clone(),
-    }
 }
 
 /// Every route with every construction of the continuations.

@@ -915,7 +915,7 @@ fn hessian(a: HessianArgs) -> Result<(), String> {
                         }
                     })
                     .collect();
-                reshape(v, &mut unit.into_iter())
+                v.with_reals(&mut unit.into_iter())
             })
             .collect();
         let r = function
@@ -944,15 +944,4 @@ fn hessian(a: HessianArgs) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// `shape` with its reals replaced, in order, by `xs`.
-fn reshape(shape: &gradlift::Value, xs: &mut impl Iterator<Item = f64>) -> gradlift::Value {
-    use gradlift::Value;
-    match shape {
-        Value::Real(_) => Value::Real(xs.next().unwrap_or(0.0)),
-        Value::Tuple(ps) => Value::tuple(ps.iter().map(|p| reshape(p, xs)).collect()),
-        Value::Array(ps) => Value::array(ps.iter().map(|p| reshape(p, xs)).collect()),
-        other => other.clone(),
-    }
 }

@@ -84,6 +84,17 @@ impl Value {
         }
     }
 
+    /// The same shape with its reals replaced, depth first, by `xs` (the
+    /// inverse of [`Value::flatten`]; missing reals become 0).
+    pub fn with_reals(&self, xs: &mut impl Iterator<Item = f64>) -> Value {
+        match self {
+            Value::Real(_) => Value::Real(xs.next().unwrap_or(0.0)),
+            Value::Tuple(ps) => Value::Tuple(ps.iter().map(|p| p.with_reals(xs)).collect()),
+            Value::Array(ps) => Value::Array(ps.iter().map(|p| p.with_reals(xs)).collect()),
+            Value::Bool(_) | Value::Fun(_) => self.clone(),
+        }
+    }
+
     /// Equality of data values with reals compared bit for bit (so `nan`
     /// equals itself); functions are never equal.
     pub fn same(&self, other: &Value) -> bool {
