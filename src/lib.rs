@@ -431,6 +431,15 @@ impl GradientProgram<'_> {
     /// Compiles the gradient program to native code; it must be first
     /// order (optimized, the default).
     pub fn compile(&self, jit: &Jit) -> Result<CompiledGradient, Error> {
+        Ok(CompiledGradient {
+            compiled: jit.compile(&self.closed())?,
+            wrt: self.gradient.wrt.len(),
+        })
+    }
+
+    /// The gradient program as a closed term over the function's
+    /// parameters, named `<function>_grad`.
+    pub fn closed(&self) -> gradlift_ad::inline::Closed {
         let g = &self.gradient;
         let grads: Vec<Type> = g.wrt.iter().map(|(_, t)| t.clone()).collect();
         let grad_ty = if grads.len() == 1 {
@@ -438,17 +447,13 @@ impl GradientProgram<'_> {
         } else {
             Type::Tuple(grads)
         };
-        let closed = gradlift_ad::inline::Closed {
+        gradlift_ad::inline::Closed {
             name: Name::from(format!("{}_grad", g.closed.name)),
             params: g.closed.params.clone(),
             size_vars: g.closed.size_vars.clone(),
             ret: Type::Tuple(vec![Type::Real, grad_ty]),
             body: g.term.clone(),
-        };
-        Ok(CompiledGradient {
-            compiled: jit.compile(&closed)?,
-            wrt: g.wrt.len(),
-        })
+        }
     }
 
     /// The Target term.

@@ -55,7 +55,8 @@ enum Command {
     /// renamed apart), unf (Source UNF, Figure 9), target-unf (Figure 8),
     /// target (the gradient program, Figure 10 or Figure 5 with --via
     /// direct), opt (after partial evaluation and the rewrites of Figure
-    /// 12). source, target and opt print definitions gradlift parses back;
+    /// 12), clif (the Cranelift IR the JIT compiles). source, target and
+    /// opt print definitions gradlift parses back;
     /// the UNF stages print a text form that the library reads back
     /// (gradlift_ad::unf::parse_unf, reverse_unf::parse_target_unf).
     #[command(after_help = concat!(
@@ -251,9 +252,9 @@ struct EmitArgs {
     /// applying their sparse updates as they are built.
     #[arg(long)]
     literal: bool,
-    /// For --stage opt: the gradient program rather than the function
-    /// itself. The target and UNF stages are always of the gradient; the
-    /// source stage is always the function.
+    /// For --stage opt and clif: the gradient program rather than the
+    /// function itself. The target and UNF stages are always of the
+    /// gradient; the source stage is always the function.
     #[arg(long)]
     grad: bool,
 }
@@ -291,6 +292,9 @@ enum Stage {
     /// The gradient program after partial evaluation and the rewrites of
     /// Figure 12: first order, what the backends run.
     Opt,
+    /// Cranelift IR of the function (or of its gradient with --grad), as
+    /// the JIT compiles it.
+    Clif,
 }
 
 fn main() -> ExitCode {
@@ -475,6 +479,20 @@ fn emit(a: EmitArgs) -> Result<(), String> {
         ),
         Stage::Unf => print!("{}", gradlift::ad::pipeline::source_unf(&closed)),
         Stage::TargetUnf => print!("{}", gradlift::ad::pipeline::target_unf(&closed)),
+        Stage::Clif => {
+            let program = if a.grad {
+                function
+                    .gradient(None, options(a.via, false, true))
+                    .map_err(|e| format!("error: {e}"))?
+                    .closed()
+            } else {
+                closed.clone()
+            };
+            print!(
+                "{}",
+                jit()?.clif(&program).map_err(|e| format!("error: {e}"))?
+            );
+        }
         Stage::Opt if !a.grad => {
             let body = gradlift::ad::simplify::simplify(&closed.body, &Default::default())
                 .map_err(|e| format!("error: {e}"))?;

@@ -487,7 +487,7 @@ fn grad_of_a_function_that_does_not_return_a_real_is_an_error() {
 
 #[test]
 fn emitted_stages_print_and_the_target_parses_back() {
-    for stage in ["source", "unf", "target-unf", "target", "opt"] {
+    for stage in ["source", "unf", "target-unf", "target", "opt", "clif"] {
         let out = gradlift(&["emit", DOT, "--stage", stage]);
         assert!(out.status.success(), "{stage}: {}", stderr(&out));
         assert!(!stdout(&out).is_empty());
