@@ -35,7 +35,7 @@ enum Command {
         "  gradlift eval examples/ode.grad --fn primal --at 'x=[1,2,3,4], s=10' --json\n",
         "  gradlift eval examples/mlp.grad --at @inputs.json"
     ))]
-    Eval(EvalArgs),
+    Eval(Run),
     /// Value and gradient of a real-valued function.
     ///
     /// Differentiates by reverse mode (the UNF route by default) with
@@ -125,41 +125,45 @@ enum Command {
     #[command(
         after_help = "Example:\n  gradlift hessian examples/example_1_1.grad --at 'x1=2, x2=3, x3=5'"
     )]
-    Hessian(HessianArgs),
+    Hessian(Run),
+}
+
+/// What every command that runs a function takes.
+#[derive(clap::Args, Debug)]
+struct Run {
+    #[command(flatten)]
+    target: Target,
+    /// The arguments.
+    #[arg(long, value_name = "ARGS", long_help = ARGS_HELP)]
+    at: String,
+    /// Which engine runs the program.
+    #[arg(long, value_enum, default_value_t = Engine::Jit)]
+    engine: Engine,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+struct GradArgs {
+    #[command(flatten)]
+    run: Run,
+    /// Which transformation differentiates.
+    #[arg(long, value_enum, default_value_t = Via::Unf)]
+    via: Via,
+    /// Differentiate with respect to these parameters only (comma-separated).
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    wrt: Option<Vec<String>>,
 }
 
 #[derive(clap::Args, Debug)]
 struct DirArgs {
     #[command(flatten)]
-    target: Target,
-    /// The arguments.
-    #[arg(long, value_name = "ARGS", long_help = ARGS_HELP)]
-    at: String,
+    run: Run,
     /// The direction: one value per parameter that is not a size, in the
     /// syntax of --at.
     #[arg(long, value_name = "ARGS")]
     dir: String,
-    /// Which engine runs the program.
-    #[arg(long, value_enum, default_value_t = Engine::Jit)]
-    engine: Engine,
-    /// Print one JSON object on stdout.
-    #[arg(long)]
-    json: bool,
-}
-
-#[derive(clap::Args, Debug)]
-struct HessianArgs {
-    #[command(flatten)]
-    target: Target,
-    /// The arguments.
-    #[arg(long, value_name = "ARGS", long_help = ARGS_HELP)]
-    at: String,
-    /// Which engine runs the program.
-    #[arg(long, value_enum, default_value_t = Engine::Jit)]
-    engine: Engine,
-    /// Print one JSON object on stdout.
-    #[arg(long)]
-    json: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -199,42 +203,6 @@ struct Target {
     /// The function (default: the last definition in the file).
     #[arg(long = "fn", value_name = "NAME")]
     function: Option<String>,
-}
-
-#[derive(clap::Args, Debug)]
-struct EvalArgs {
-    #[command(flatten)]
-    target: Target,
-    /// The arguments.
-    #[arg(long, value_name = "ARGS", long_help = ARGS_HELP)]
-    at: String,
-    /// Which engine runs the program.
-    #[arg(long, value_enum, default_value_t = Engine::Jit)]
-    engine: Engine,
-    /// Print one JSON object on stdout.
-    #[arg(long)]
-    json: bool,
-}
-
-#[derive(clap::Args, Debug)]
-struct GradArgs {
-    #[command(flatten)]
-    target: Target,
-    /// The arguments.
-    #[arg(long, value_name = "ARGS", long_help = ARGS_HELP)]
-    at: String,
-    /// Which engine runs the gradient program.
-    #[arg(long, value_enum, default_value_t = Engine::Jit)]
-    engine: Engine,
-    /// Which transformation differentiates.
-    #[arg(long, value_enum, default_value_t = Via::Unf)]
-    via: Via,
-    /// Differentiate with respect to these parameters only (comma-separated).
-    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
-    wrt: Option<Vec<String>>,
-    /// Print one JSON object on stdout.
-    #[arg(long)]
-    json: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -352,7 +320,7 @@ fn read_args(flag: &str, text: &str) -> Result<Args, String> {
     })
 }
 
-fn eval(a: EvalArgs) -> Result<(), String> {
+fn eval(a: Run) -> Result<(), String> {
     let program = load(&a.target.file)?;
     let function = function(&program, &a.target)?;
     let args = read_args("--at", &a.at)?;
@@ -411,9 +379,9 @@ fn options(via: Via, literal: bool, optimize: bool) -> GradOptions {
 }
 
 fn grad(a: GradArgs) -> Result<(), String> {
-    let program = load(&a.target.file)?;
-    let function = function(&program, &a.target)?;
-    let args = read_args("--at", &a.at)?;
+    let program = load(&a.run.target.file)?;
+    let function = function(&program, &a.run.target)?;
+    let args = read_args("--at", &a.run.at)?;
     let values = function.args(&args).map_err(|e| e.to_string())?;
     let wrt: Option<Vec<Name>> = a
         .wrt
@@ -422,13 +390,13 @@ fn grad(a: GradArgs) -> Result<(), String> {
         .gradient(wrt.as_deref(), options(a.via, false, true))
         .map_err(|e| format!("error: {e}"))?;
     let interp = || program.eval(&values);
-    let (value, grads) = match a.engine {
+    let (value, grads) = match a.run.engine {
         Engine::Interp => interp(),
         Engine::Jit => native(program.compile(&jit()?).map(|g| g.call(&values)), interp),
     }
     .map_err(|e| e.to_string())?;
     let names: Vec<&str> = program.wrt().collect();
-    if a.json {
+    if a.run.json {
         let gradient: serde_json::Map<String, serde_json::Value> = names
             .iter()
             .zip(&grads)
@@ -804,20 +772,20 @@ fn directions(function: &Function, text: &str) -> Result<Vec<gradlift::Value>, S
 }
 
 fn jvp(a: DirArgs) -> Result<(), String> {
-    let program = load(&a.target.file)?;
-    let function = function(&program, &a.target)?;
+    let program = load(&a.run.target.file)?;
+    let function = function(&program, &a.run.target)?;
     let values = function
-        .args(&read_args("--at", &a.at)?)
+        .args(&read_args("--at", &a.run.at)?)
         .map_err(|e| e.to_string())?;
     let dirs = directions(&function, &a.dir)?;
-    let jit = match a.engine {
+    let jit = match a.run.engine {
         Engine::Jit => Some(jit()?),
         Engine::Interp => None,
     };
     let (value, tangent) = function
         .jvp(&values, &dirs, jit.as_ref())
         .map_err(|e| e.to_string())?;
-    if a.json {
+    if a.run.json {
         println!(
             "{}",
             serde_json::json!({ "value": value.to_json(), "tangent": tangent.to_json() })
@@ -830,13 +798,13 @@ fn jvp(a: DirArgs) -> Result<(), String> {
 }
 
 fn hvp(a: DirArgs) -> Result<(), String> {
-    let program = load(&a.target.file)?;
-    let function = function(&program, &a.target)?;
+    let program = load(&a.run.target.file)?;
+    let function = function(&program, &a.run.target)?;
     let values = function
-        .args(&read_args("--at", &a.at)?)
+        .args(&read_args("--at", &a.run.at)?)
         .map_err(|e| e.to_string())?;
     let dirs = directions(&function, &a.dir)?;
-    let jit = match a.engine {
+    let jit = match a.run.engine {
         Engine::Jit => Some(jit()?),
         Engine::Interp => None,
     };
@@ -858,7 +826,7 @@ fn hvp(a: DirArgs) -> Result<(), String> {
             .collect();
         serde_json::Value::Object(m)
     };
-    if a.json {
+    if a.run.json {
         println!(
             "{}",
             serde_json::json!({
@@ -880,7 +848,7 @@ fn hvp(a: DirArgs) -> Result<(), String> {
 /// The largest Hessian `hessian` computes (input reals).
 const HESSIAN_LIMIT: usize = 1000;
 
-fn hessian(a: HessianArgs) -> Result<(), String> {
+fn hessian(a: Run) -> Result<(), String> {
     let program = load(&a.target.file)?;
     let function = function(&program, &a.target)?;
     let values = function
