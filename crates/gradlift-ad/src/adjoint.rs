@@ -9,7 +9,6 @@
 
 use gradlift_lang::build::*;
 use gradlift_lang::syntax::*;
-use gradlift_lang::Prim;
 
 use crate::names::NameSupply;
 
@@ -198,12 +197,4 @@ pub fn scale_adj(ty: &Type, c: Expr, z: &Adj, names: &mut NameSupply) -> Adj {
 /// Whether `e` is an atom: a variable or a constant (safe to duplicate).
 pub fn is_atom(e: &Expr) -> bool {
     matches!(e.kind, ExprKind::Var(_) | ExprKind::Const(_))
-}
-
-/// `- a`, folding constants.
-pub fn negate(a: Expr) -> Expr {
-    match a.kind {
-        ExprKind::Const(c) => real(-c),
-        _ => prim(Prim::Neg, vec![a]),
-    }
 }

@@ -398,7 +398,7 @@ impl Gen {
                     e(ExprKind::ArrayLit((0..k).map(|_| self.leaf(t)).collect()))
                 } else {
                     let x = self.leaf(t);
-                    builtin(Builtin::Replicate, vec![size_expr(n), x])
+                    builtin(Builtin::Replicate, vec![crate::build::size(n), x])
                 }
             }
             Type::Bool | Type::Fun(..) => unreachable!("only value types are generated"),
@@ -780,11 +780,11 @@ impl Gen {
                     }
                 } else {
                     let x = self.expr(t, d);
-                    builtin(Builtin::Replicate, vec![size_expr(n), x])
+                    builtin(Builtin::Replicate, vec![crate::build::size(n), x])
                 }
             }
             7 if *t == Type::Real => {
-                let io = builtin(Builtin::Iota, vec![size_expr(n)]);
+                let io = builtin(Builtin::Iota, vec![crate::build::size(n)]);
                 let x = self.name("i");
                 let body = self.bind(&[(x.clone(), Type::Real)], |g| g.expr(&Type::Real, 1));
                 arr_op(ArrayOp::Map, lam(&[x], body), vec![io])
@@ -802,33 +802,13 @@ impl Gen {
                 let b = self.expr(&arr(t, &second), d);
                 let both = builtin(Builtin::Concat, vec![a, b]);
                 if first == *n {
-                    builtin(Builtin::Take, vec![size_expr(&first), both])
+                    builtin(Builtin::Take, vec![crate::build::size(&first), both])
                 } else {
-                    builtin(Builtin::Drop, vec![size_expr(&first), both])
+                    builtin(Builtin::Drop, vec![crate::build::size(&first), both])
                 }
             }
             _ => self.leaf(&arr(t, n)),
         }
-    }
-}
-
-/// A size as an expression (`n + 1`, `2`).
-pub fn size_expr(n: &Size) -> Expr {
-    let mut acc: Option<Expr> = None;
-    for (v, &k) in &n.terms {
-        let mut term = var(v);
-        if k != 1 {
-            term = prim(Prim::Mul, vec![c(k as f64), term]);
-        }
-        acc = Some(match acc {
-            None => term,
-            Some(a) => prim(Prim::Add, vec![a, term]),
-        });
-    }
-    match acc {
-        None => c(n.constant as f64),
-        Some(a) if n.constant == 0 => a,
-        Some(a) => prim(Prim::Add, vec![a, c(n.constant as f64)]),
     }
 }
 

@@ -203,34 +203,12 @@ impl Typer {
 /// variables (no definitions in scope). Used by the verifier on pipeline
 /// stages that are single terms.
 pub fn check_expr(vars: &[(Name, Type)], size_vars: &[Name], e: &Expr) -> TResult<Type> {
-    let mut c = Checker {
-        defs: &[],
-        later: &[],
-        sigs: &[],
-        vars: Scope::new(),
-        size_vars: size_vars.iter().cloned().collect(),
-        calls: HashMap::new(),
-    };
-    for n in size_vars {
-        c.vars.push(
-            n.clone(),
-            VarInfo {
-                ty: Type::Real,
-                is_size: true,
-            },
-        );
+    let mut t = Typer::new(size_vars);
+    for (n, ty) in vars {
+        t.checker.check_type_wf(ty, Span::DUMMY)?;
+        t.push(n.clone(), ty.clone());
     }
-    for (n, t) in vars {
-        c.check_type_wf(t, Span::DUMMY)?;
-        c.vars.push(
-            n.clone(),
-            VarInfo {
-                ty: t.clone(),
-                is_size: false,
-            },
-        );
-    }
-    c.value(e)
+    t.checker.value(e)
 }
 
 /// A size in `t` beyond [`Size::LIMIT`].

@@ -42,8 +42,8 @@ impl Deriver {
             (ArrayOp::Reduce | ArrayOp::Foldl, Some(states)) => {
                 self.fold_backward(sw, params, body, args, &states, ty, z)
             }
-            (ArrayOp::Scanl, _) => self.scanl_backward(sw, params, body, args, out, z),
-            (ArrayOp::Scanr, _) => self.scanr_backward(sw, params, body, args, out, z),
+            (ArrayOp::Scanl, _) => self.scan_backward(sw, params, body, args, out, z, true),
+            (ArrayOp::Scanr, _) => self.scan_backward(sw, params, body, args, out, z, false),
         }
     }
 

@@ -30,30 +30,6 @@ use gradlift_lang::build::*;
 use gradlift_lang::syntax::*;
 
 impl Deriver {
-    pub(crate) fn scanl_backward(
-        &mut self,
-        sw: &mut Sweep,
-        params: &[Name],
-        body: &Expr,
-        args: &[Arg],
-        out: &Expr,
-        z: Expr,
-    ) -> AdResult<()> {
-        self.scan_backward(sw, params, body, args, out, z, true)
-    }
-
-    pub(crate) fn scanr_backward(
-        &mut self,
-        sw: &mut Sweep,
-        params: &[Name],
-        body: &Expr,
-        args: &[Arg],
-        out: &Expr,
-        z: Expr,
-    ) -> AdResult<()> {
-        self.scan_backward(sw, params, body, args, out, z, false)
-    }
-
     fn zip(&mut self, a: Expr, b: Expr) -> Expr {
         let (x, y) = (self.names.fresh("x"), self.names.fresh("y"));
         array_op(
@@ -63,8 +39,9 @@ impl Deriver {
         )
     }
 
+    /// The reverse of `scanl` (`left`) or `scanr`.
     #[allow(clippy::too_many_arguments)]
-    fn scan_backward(
+    pub(crate) fn scan_backward(
         &mut self,
         sw: &mut Sweep,
         params: &[Name],
