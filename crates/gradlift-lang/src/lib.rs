@@ -18,6 +18,7 @@ pub mod parser;
 pub mod prim;
 pub mod printer;
 pub mod scope;
+pub mod schedule;
 pub mod span;
 pub mod syntax;
 #[cfg(feature = "testing")]
