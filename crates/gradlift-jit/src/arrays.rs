@@ -55,7 +55,12 @@ impl Translator<'_, '_> {
     }
 
     /// Fails with `status` unless `a` and `b` have the same lengths.
-    fn check_same_shape(&mut self, a: &Shape, b: &Shape, status: Status) -> Result<(), JitError> {
+    pub(crate) fn check_same_shape(
+        &mut self,
+        a: &Shape,
+        b: &Shape,
+        status: Status,
+    ) -> Result<(), JitError> {
         match (a, b) {
             (Shape::Real, Shape::Real) => Ok(()),
             (Shape::Tuple(xs), Shape::Tuple(ys)) if xs.len() == ys.len() => {
@@ -119,7 +124,11 @@ impl Translator<'_, '_> {
     }
 
     /// New workspace memory for `n` elements of `shape`: (pointer, stride).
-    fn alloc_array(&mut self, n: Value, shape: &Shape) -> Result<(Value, Value), JitError> {
+    pub(crate) fn alloc_array(
+        &mut self,
+        n: Value,
+        shape: &Shape,
+    ) -> Result<(Value, Value), JitError> {
         let stride = self.bytes(shape)?;
         let total = self.mul_checked(n, stride);
         Ok((self.alloc(total), stride))
@@ -277,7 +286,11 @@ impl Translator<'_, '_> {
     }
 
     /// The lambda of an array operation.
-    fn lambda<'e>(&self, f: &'e Expr, arity: usize) -> Result<(&'e [Param], &'e Expr), JitError> {
+    pub(crate) fn lambda<'e>(
+        &self,
+        f: &'e Expr,
+        arity: usize,
+    ) -> Result<(&'e [Param], &'e Expr), JitError> {
         match &f.kind {
             ExprKind::Lambda(ps, body) if ps.len() == arity => Ok((ps, body)),
             _ => unsupported("an array operation whose function is not a lambda"),
@@ -285,7 +298,7 @@ impl Translator<'_, '_> {
     }
 
     /// Binds the lambda's parameters and lowers its body.
-    fn apply(
+    pub(crate) fn apply(
         &mut self,
         params: &[Param],
         body: &Expr,
@@ -300,6 +313,9 @@ impl Translator<'_, '_> {
 
     /// `map`, `map2`, `reduce`, `foldl`, `scanl`, `scanr`.
     pub fn array_op(&mut self, op: ArrayOp, f: &Expr, args: &[Expr]) -> Result<Values, JitError> {
+        if let ArrayOp::Revfold(schedule) = op {
+            return self.revfold(schedule, f, args);
+        }
         let (params, body) = self.lambda(f, op.fn_arity())?;
         let elem_ty = |t: Type| match t {
             Type::Array(elem, _) => Ok(*elem),
@@ -346,7 +362,8 @@ impl Translator<'_, '_> {
                     elem: shape,
                 }))
             }
-            ArrayOp::Reduce | ArrayOp::Foldl | ArrayOp::Scanl | ArrayOp::Scanr => {
+            ArrayOp::Revfold(_) => unreachable!("lowered above"),
+            ArrayOp::Reduce | ArrayOp::Foldl(_) | ArrayOp::Scanl | ArrayOp::Scanr => {
                 let acc_ty = self.type_of(&args[0])?;
                 let tys = [acc_ty, elem_ty(self.type_of(&args[1])?)?];
                 let z = self.lower(&args[0])?;

@@ -71,6 +71,9 @@ impl Jit {
             let (name, _, ptr) = f.symbol();
             builder.symbol(name, ptr);
         }
+        for (name, ptr) in crate::checkpoint::RUNTIME {
+            builder.symbol(name, ptr);
+        }
         JITModule::new(builder)
     }
 
@@ -98,7 +101,15 @@ impl Jit {
                 .map_err(|e| JitError::Codegen(e.to_string()))?;
             libm.push(module.declare_func_in_func(id, b.func));
         }
-        lower_function(&mut b, closed, libm)?;
+        let mut runtime = Vec::new();
+        let sigs = crate::checkpoint::runtime_signatures(module.isa().default_call_conv());
+        for ((name, _), sig) in crate::checkpoint::RUNTIME.iter().zip(sigs) {
+            let id = module
+                .declare_function(name, Linkage::Import, &sig)
+                .map_err(|e| JitError::Codegen(e.to_string()))?;
+            runtime.push(module.declare_func_in_func(id, b.func));
+        }
+        lower_function(&mut b, closed, libm, Some((runtime[0], runtime[1])))?;
         b.finalize(module.target_config());
         if self.verify {
             cranelift_codegen::verify_function(&ctx.func, self.isa.flags())

@@ -17,8 +17,8 @@ pub mod lexer;
 pub mod parser;
 pub mod prim;
 pub mod printer;
-pub mod scope;
 pub mod schedule;
+pub mod scope;
 pub mod span;
 pub mod syntax;
 #[cfg(feature = "testing")]
@@ -30,6 +30,7 @@ pub use args::{ArgValue, Args, ArgsError};
 pub use interp::EvalError;
 pub use parser::{parse_expr, parse_module, parse_type, SyntaxError};
 pub use prim::Prim;
+pub use schedule::Schedule;
 pub use span::{Located, SourceFile, Span, Spanned};
 pub use syntax::{Def, Expr, ExprKind, Module, Name, Pattern, Size, Type};
 pub use types::{check_module, CheckedModule, Signature, TypeError};

@@ -202,7 +202,10 @@ impl<'a> Machine<'a> {
     /// Starts the schedule for a loop of `n` steps in `buf`, which holds at
     /// least [`Schedule::words`]`(n)` words.
     pub fn start(schedule: Schedule, n: u64, buf: &'a mut [i64]) -> Machine<'a> {
-        assert!(buf.len() as u64 >= schedule.words(n), "schedule buffer too small");
+        assert!(
+            buf.len() as u64 >= schedule.words(n),
+            "schedule buffer too small"
+        );
         buf[..HEADER].fill(0);
         buf[N] = n as i64;
         match schedule {
@@ -221,7 +224,8 @@ impl<'a> Machine<'a> {
         Machine { buf }
     }
 
-    /// Resumes a machine whose state is in `buf`.
+    /// Resumes a machine whose state is in `buf`. A buffer that holds no
+    /// started machine gives [`Action::Done`].
     pub fn resume(buf: &'a mut [i64]) -> Machine<'a> {
         Machine { buf }
     }
@@ -229,6 +233,9 @@ impl<'a> Machine<'a> {
     /// The next action.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Action {
+        if self.buf.len() < HEADER || self.buf[PARAM] < 1 || self.buf[N] < 0 {
+            return Action::Done;
+        }
         if self.buf[KIND] == 0 {
             self.next_fixed()
         } else {
@@ -331,6 +338,10 @@ impl<'a> Machine<'a> {
         }
         loop {
             let sp = self.buf[SP] as usize;
+            if HEADER + FRAME * sp > self.buf.len() {
+                // Only a buffer smaller than `Schedule::words` gets here.
+                return Action::Done;
+            }
             if sp == 0 {
                 self.buf[PHASE] = DONE;
                 return Action::Done;
@@ -391,6 +402,10 @@ impl<'a> Machine<'a> {
                     return Action::Store(slot + 1);
                 }
                 SPLIT_SECOND => {
+                    if HEADER + FRAME * (sp + 1) > self.buf.len() {
+                        return Action::Done;
+                    }
+                    let f = self.frame(sp - 1);
                     f[5] = SPLIT_FIRST;
                     self.buf[SP] += 1;
                     let next = [
@@ -484,7 +499,10 @@ mod tests {
                 }
             }
         }
-        assert_eq!(next_reverse, 0, "{schedule:?} n={n}: not every step reversed");
+        assert_eq!(
+            next_reverse, 0,
+            "{schedule:?} n={n}: not every step reversed"
+        );
         (advanced, used)
     }
 
@@ -522,13 +540,22 @@ mod tests {
 
     #[test]
     fn binomial_matches_the_closed_form() {
-        for (c, n) in [(10u64, 2_000_000u64), (20, 2_000_000), (40, 100_000), (3, 1000)] {
+        for (c, n) in [
+            (10u64, 2_000_000u64),
+            (20, 2_000_000),
+            (40, 100_000),
+            (3, 1000),
+        ] {
             let mut t = 0;
             while beta(c, t) < n {
                 t += 1;
             }
             let closed = t as u64 * n - beta(c + 1, t - 1);
-            assert_eq!(Schedule::Binomial(c as u32).advances(n), closed, "c={c} n={n}");
+            assert_eq!(
+                Schedule::Binomial(c as u32).advances(n),
+                closed,
+                "c={c} n={n}"
+            );
         }
     }
 

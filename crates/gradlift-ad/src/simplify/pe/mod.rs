@@ -306,6 +306,15 @@ impl Pe<'_> {
                 self.index(v, *k, span)
             }
             ExprKind::Lambda(params, body) => Ok(self.closure(params, body)),
+            ExprKind::ArrayOp(op @ ArrayOp::Revfold(_), f, args) => {
+                // The step function is an argument: it stays a lambda.
+                let step = self.function(&args[0], 2)?;
+                let vals = self.eval_all(&args[1..])?;
+                let f = self.function(f, op.fn_arity())?;
+                let mut rest = self.residual_all(vals, span)?;
+                rest.insert(0, step);
+                Ok(code(ExprKind::ArrayOp(*op, Box::new(f), rest), span))
+            }
             ExprKind::ArrayOp(op, f, args) => {
                 let vals = self.eval_all(args)?;
                 let f = self.function(f, op.fn_arity())?;
