@@ -64,7 +64,11 @@ fn examples_with_loops() {
             let (v0, g0) = full.eval(&args).unwrap();
             // Few slots on long loops recompute quadratically: the generated
             // programs below try those on short loops.
-            for s in [Schedule::Every(1), Schedule::Every(16), Schedule::Binomial(6)] {
+            for s in [
+                Schedule::Every(1),
+                Schedule::Every(16),
+                Schedule::Binomial(6),
+            ] {
                 let g = f.gradient(None, options(route, Some(s))).unwrap();
                 assert!(
                     g.term().to_string().contains("revfold"),

@@ -347,6 +347,9 @@ impl Translator<'_, '_> {
                     .map(|a| unchecked_bytes(self.b, &a.elem))
                     .collect();
                 self.for_range(n, &mut |t, i| {
+                    // The element is copied into the result: the body's
+                    // temporaries die with the iteration.
+                    let mark = t.mark();
                     let mut xs = Vec::new();
                     for (a, s) in arrays.iter().zip(&strides) {
                         let at = t.element_addr(a.ptr, i, *s);
@@ -354,7 +357,9 @@ impl Translator<'_, '_> {
                     }
                     let y = t.apply(params, body, xs, &tys)?;
                     let at = t.element_addr(ptr, i, stride);
-                    t.store(at, &y, &shape)
+                    t.store(at, &y, &shape)?;
+                    t.release(mark);
+                    Ok(())
                 })?;
                 Ok(Values::Array(ArrayVal {
                     ptr,
@@ -386,6 +391,11 @@ impl Translator<'_, '_> {
         let Some(shape) = z.shape() else {
             return unsupported("an accumulator that is a condition");
         };
+        let scan = matches!(op, ArrayOp::Scanl | ArrayOp::Scanr);
+        // A fold's accumulator is copied out of each iteration's
+        // temporaries (a scan's lives in its result), so every iteration
+        // releases them.
+        let carried = if scan { None } else { Some(self.carried(&z)?) };
         let flat = z.to_vec();
         let vars: Vec<_> = flat
             .iter()
@@ -396,7 +406,6 @@ impl Translator<'_, '_> {
                 var
             })
             .collect();
-        let scan = matches!(op, ArrayOp::Scanl | ArrayOp::Scanr);
         let out = if scan {
             let n = self.b.ins().iadd_imm_s(a.len, 1);
             let (ptr, stride) = self.alloc_array(n, &shape)?;
@@ -419,14 +428,22 @@ impl Translator<'_, '_> {
             } else {
                 k
             };
-            let current: Vec<Value> = vars.iter().map(|v| t.b.use_var(*v)).collect();
-            let acc = z.rebuild(&mut current.into_iter());
+            let mark = t.mark();
+            let acc = match &carried {
+                Some(c) => t.get(c),
+                None => {
+                    let current: Vec<Value> = vars.iter().map(|v| t.b.use_var(*v)).collect();
+                    z.rebuild(&mut current.into_iter())
+                }
+            };
             let at = t.element_addr(a.ptr, i, in_stride);
             let x = load(t.b, at, &a.elem);
             let next = t.apply(params, body, vec![acc, x], tys)?;
-            let next_flat = next.to_vec();
-            if next_flat.len() != vars.len() {
+            if next.to_vec().len() != vars.len() {
                 return Err(JitError::Internal("accumulator layout changes".into()));
+            }
+            if let Some(c) = &carried {
+                t.set(c, &next)?;
             }
             if let Some((ptr, stride, _)) = out {
                 let slot = if op == ArrayOp::Scanl {
@@ -436,10 +453,13 @@ impl Translator<'_, '_> {
                 };
                 let at = t.element_addr(ptr, slot, stride);
                 t.store(at, &next, &shape)?;
+                // The next iteration reads the state from the result.
+                let stored = load(t.b, at, &shape);
+                for (var, v) in vars.iter().zip(stored.to_vec()) {
+                    t.b.def_var(*var, v);
+                }
             }
-            for (var, v) in vars.iter().zip(next_flat) {
-                t.b.def_var(*var, v);
-            }
+            t.release(mark);
             Ok(())
         })?;
         if let Some((ptr, _, n)) = out {
@@ -449,8 +469,10 @@ impl Translator<'_, '_> {
                 elem: shape,
             }));
         }
-        let current: Vec<Value> = vars.iter().map(|v| self.b.use_var(*v)).collect();
-        Ok(z.rebuild(&mut current.into_iter()))
+        match &carried {
+            Some(c) => Ok(self.get(c)),
+            None => unreachable!("a scan returned above"),
+        }
     }
 }
 
