@@ -206,3 +206,55 @@ fn hessian_vector_products() {
         }
     }
 }
+
+const NESTED: &str = "
+def plain(A: [R; n], B: [R; m]) -> R =
+  foldl (s, b. s + foldl (t, a. sin(t * a + b)) s A) 0.5 B
+
+def nested(A: [R; n], B: [R; m]) -> R =
+  @checkpoint(2) foldl (s, b. s + @checkpoint(binomial 2) foldl (t, a. sin(t * a + b)) s A) 0.5 B
+
+def inside_map(A: [R; n], B: [R; m]) -> R =
+  reduce (+) 0 (map (b. @checkpoint(3) foldl (t, a. t * cos(a + b) + a) b A) B)
+
+def inside_map_plain(A: [R; n], B: [R; m]) -> R =
+  reduce (+) 0 (map (b. foldl (t, a. t * cos(a + b) + a) b A) B)
+";
+
+/// A checkpointed loop inside another loop's step, or inside a `map`,
+/// differentiates like the plain loops, natively and in the interpreter.
+#[test]
+fn nested_loops() {
+    let program = Program::parse("nested.grad", NESTED).unwrap();
+    let jit = Jit::new().unwrap();
+    let a = Value::array((0..7).map(|i| Value::Real(0.3 + 0.1 * i as f64)).collect());
+    let b = Value::array(
+        (0..5)
+            .map(|i| Value::Real(-0.2 + 0.15 * i as f64))
+            .collect(),
+    );
+    let args = [a, b];
+    for (plain, checkpointed) in [("plain", "nested"), ("inside_map_plain", "inside_map")] {
+        let full = program.function(plain).unwrap();
+        let (v0, g0) = full
+            .gradient(None, GradOptions::default())
+            .unwrap()
+            .eval(&args)
+            .unwrap();
+        for route in [Route::Unf, Route::Direct] {
+            let g = program
+                .function(checkpointed)
+                .unwrap()
+                .gradient(None, options(route, None))
+                .unwrap();
+            let (v1, g1) = g.eval(&args).unwrap();
+            let (v2, g2) = g.compile(&jit).unwrap().call(&args).unwrap();
+            assert_eq!(v0.to_bits(), v1.to_bits(), "{checkpointed}");
+            assert_eq!(v1.to_bits(), v2.to_bits(), "{checkpointed}");
+            for ((x, y), z) in g0.iter().zip(&g1).zip(&g2) {
+                assert!(close(x, y, 1e-12), "{checkpointed}: {x} vs {y}");
+                assert!(y.same(z), "{checkpointed}: interpreter {y}, native {z}");
+            }
+        }
+    }
+}
