@@ -22,7 +22,7 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, FuncRef, InstBuilder, Value};
 use cranelift_frontend::Variable;
 use gradlift_lang::schedule::{Machine, Schedule};
-use gradlift_lang::syntax::{Expr, Type};
+use gradlift_lang::syntax::{Expr, Param, Type};
 
 /// The runtime functions generated code imports: their symbols and
 /// addresses.
@@ -162,6 +162,19 @@ impl Translator<'_, '_> {
         Ok(())
     }
 
+    /// Makes `v` the value without copying it: `v` must not live in the
+    /// temporaries of the current iteration.
+    pub fn set_view(&mut self, c: &Carried, v: &Values) -> Result<(), JitError> {
+        let flat = v.to_vec();
+        if flat.len() != c.vars.len() {
+            return Err(JitError::Internal("a carried value changes layout".into()));
+        }
+        for (var, x) in c.vars.iter().zip(flat) {
+            self.b.def_var(*var, x);
+        }
+        Ok(())
+    }
+
     /// The workspace's bump pointer, to release a step's temporaries with
     /// [`Translator::release`].
     pub fn mark(&mut self) -> Value {
@@ -180,16 +193,13 @@ impl Translator<'_, '_> {
         f: &Expr,
         args: &[Expr],
     ) -> Result<Values, JitError> {
-        let Some((start_fn, next_fn)) = self.runtime else {
-            return unsupported("a checkpointed loop outside the JIT (it calls the runtime)");
-        };
         let (vparams, vbody) = self.lambda(f, 4)?;
         let (sparams, sbody) = self.lambda(&args[0], 2)?;
         let s_ty = self.type_of(&args[1])?;
         let Type::Array(e_ty, _) = self.type_of(&args[2])? else {
             return Err(JitError::Internal("revfold over a non-array".into()));
         };
-        let (e_ty, g_ty, f_ty) = (*e_ty, s_ty.clone(), self.type_of(&args[4])?);
+        let f_ty = self.type_of(&args[4])?;
         let v = self.lower(&args[1])?;
         let a = self.array(&args[2])?;
         let z = self.lower(&args[3])?;
@@ -197,57 +207,143 @@ impl Translator<'_, '_> {
         let Some(state_shape) = v.shape() else {
             return unsupported("a condition as a loop state");
         };
+        if let Some(zs) = z.shape() {
+            self.check_same_shape(&zs, &state_shape, Status::ShapeMismatch)?;
+        }
         let n = a.len;
-
-        // Snapshot slots and the machine's words, as Schedule::slots/words.
-        let (kind, param) = match schedule {
-            Schedule::Every(k) => (0, i64::from(k.max(1))),
-            Schedule::Binomial(c) => (1, i64::from(c.max(1))),
-        };
-        let slots = if kind == 0 {
-            let up = self.b.ins().iadd_imm_s(n, param - 1);
-            let blocks = self.b.ins().sdiv_imm_s(up, param);
-            let s = self.b.ins().iadd_imm_s(blocks, param - 1);
-            let one = self.b.ins().iconst(types::I64, 1);
-            self.b.ins().smax(s, one)
-        } else {
-            let one = self.b.ins().iconst(types::I64, 1);
-            let n1 = self.b.ins().smax(n, one);
-            let c = self.b.ins().iconst(types::I64, param);
-            self.b.ins().smin(n1, c)
-        };
-        let words = if kind == 0 {
-            self.b.ins().iconst(types::I64, 8)
-        } else {
-            let frames = self.b.ins().imul_imm_s(slots, 6);
-            self.b.ins().iadd_imm_s(frames, 8)
+        let one = self.b.ins().iconst(types::I64, 1);
+        // Snapshot slots, as Schedule::slots.
+        let slots = match schedule {
+            Schedule::Every(k) => {
+                let k = i64::from(k.max(1));
+                let up = self.b.ins().iadd_imm_s(n, k - 1);
+                let blocks = self.b.ins().sdiv_imm_s(up, k);
+                let s = self.b.ins().iadd_imm_s(blocks, k - 1);
+                self.b.ins().smax(s, one)
+            }
+            Schedule::Binomial(c) => {
+                let n1 = self.b.ins().smax(n, one);
+                let c = self.b.ins().iconst(types::I64, i64::from(c.max(1)));
+                self.b.ins().smin(n1, c)
+            }
         };
         let state_bytes = self.bytes(&state_shape)?;
         let slot_bytes = self.mul_checked(slots, state_bytes);
         let slot_mem = self.alloc(slot_bytes);
+        let e_shape = self.shape_of_type(&e_ty, false)?;
+        let (out_ptr, out_stride) = self.alloc_array(n, &e_shape)?;
+        let in_stride = crate::values::unchecked_bytes(self.b, &a.elem);
+        let state = self.carried(&v)?;
+        let cot = self.carried(&z)?;
+        let acc = self.carried(&f0)?;
+        let r = Reversal {
+            step: (sparams, sbody),
+            vjp: (vparams, vbody),
+            tys: [s_ty, *e_ty, f_ty],
+            a,
+            in_stride,
+            state_shape,
+            state_bytes,
+            slot_mem,
+            slots,
+            e_shape: e_shape.clone(),
+            out_ptr,
+            out_stride,
+            state,
+            cot,
+            acc,
+        };
+        match schedule {
+            Schedule::Every(k) => self.fixed_blocks(&r, i64::from(k.max(1)))?,
+            Schedule::Binomial(c) => self.binomial(&r, i64::from(c.max(1)))?,
+        }
+        let g = self.get(&r.cot);
+        let f = self.get(&r.acc);
+        Ok(Values::Tuple(vec![
+            g,
+            Values::Array(ArrayVal {
+                ptr: out_ptr,
+                len: n,
+                elem: e_shape,
+            }),
+            f,
+        ]))
+    }
+
+    /// Fixed blocks as loops: the forward pass stores a snapshot every `k`
+    /// steps; each block, from the last, is restored, replayed while its
+    /// states are stored in the slots after the snapshots, and reversed.
+    /// The same actions as [`Schedule::Every`]'s machine, without asking
+    /// for them.
+    fn fixed_blocks(&mut self, r: &Reversal, k: i64) -> Result<(), JitError> {
+        let n = r.a.len;
+        let up = self.b.ins().iadd_imm_s(n, k - 1);
+        let blocks = self.b.ins().sdiv_imm_s(up, k);
+        let kv = self.b.ins().iconst(types::I64, k);
+        self.for_range(blocks, &mut |t, b| {
+            t.store_slot(r, b)?;
+            let last = t.b.ins().iadd_imm_s(b, 1);
+            let more = t.b.ins().icmp(IntCC::SignedLessThan, last, blocks);
+            let (advance, next) = (t.b.create_block(), t.b.create_block());
+            t.b.ins().brif(more, advance, &[], next, &[]);
+            t.b.switch_to_block(advance);
+            let from = t.b.ins().imul_imm_s(b, k);
+            t.advance(r, from, kv)?;
+            t.b.ins().jump(next, &[]);
+            t.b.switch_to_block(next);
+            Ok(())
+        })?;
+        self.for_range(blocks, &mut |t, back| {
+            let last_block = t.b.ins().iadd_imm_s(blocks, -1);
+            let b = t.b.ins().isub(last_block, back);
+            let start = t.b.ins().imul_imm_s(b, k);
+            let rest = t.b.ins().isub(n, start);
+            let len = t.b.ins().smin(rest, kv);
+            t.restore_slot(r, b)?;
+            let recorded = t.b.ins().iadd_imm_s(len, -1);
+            t.for_range(recorded, &mut |t, j| {
+                let slot = t.b.ins().iadd(blocks, j);
+                t.store_slot(r, slot)?;
+                let i = t.b.ins().iadd(start, j);
+                let one = t.b.ins().iconst(types::I64, 1);
+                t.advance(r, i, one)
+            })?;
+            let i = t.b.ins().iadd(start, recorded);
+            t.reverse(r, i)?;
+            t.for_range(recorded, &mut |t, back| {
+                let top = t.b.ins().iadd_imm_s(recorded, -1);
+                let j = t.b.ins().isub(top, back);
+                let slot = t.b.ins().iadd(blocks, j);
+                t.restore_slot(r, slot)?;
+                let i = t.b.ins().iadd(start, j);
+                t.reverse(r, i)
+            })
+        })
+    }
+
+    /// The binomial schedule: the machine of [`gradlift_lang::schedule`]
+    /// in the workspace, asked for one action at a time.
+    fn binomial(&mut self, r: &Reversal, c: i64) -> Result<(), JitError> {
+        let Some((start_fn, next_fn)) = self.runtime else {
+            return unsupported(
+                "a loop on a binomial checkpoint schedule outside the JIT (it calls the runtime)",
+            );
+        };
+        let n = r.a.len;
+        // The machine's words, as Schedule::words.
+        let frames = self.b.ins().imul_imm_s(r.slots, 6);
+        let words = self.b.ins().iadd_imm_s(frames, 8);
         let word_bytes = self.b.ins().imul_imm_s(words, 8);
         let machine = self.alloc(word_bytes);
         let twentyfour = self.b.ins().iconst(types::I64, 24);
         let action = self.alloc(twentyfour);
-        let e_shape = self.shape_of_type(&e_ty, false)?;
-        let (out_ptr, out_stride) = self.alloc_array(n, &e_shape)?;
-        let in_stride = crate::values::unchecked_bytes(self.b, &a.elem);
-        let (kind_v, param_v) = (
-            self.b.ins().iconst(types::I64, kind),
-            self.b.ins().iconst(types::I64, param),
+        let (kind, param) = (
+            self.b.ins().iconst(types::I64, 1),
+            self.b.ins().iconst(types::I64, c),
         );
         self.b
             .ins()
-            .call(start_fn, &[machine, words, kind_v, param_v, n]);
-
-        let state = self.carried(&v)?;
-        let z_shape = z.shape();
-        if let Some(zs) = &z_shape {
-            self.check_same_shape(zs, &state_shape, Status::ShapeMismatch)?;
-        }
-        let cot = self.carried(&z)?;
-        let acc = self.carried(&f0)?;
-
+            .call(start_fn, &[machine, words, kind, param, n]);
         let (header, exit) = (self.b.create_block(), self.b.create_block());
         self.b.ins().jump(header, &[]);
         self.b.switch_to_block(header);
@@ -265,57 +361,85 @@ impl Translator<'_, '_> {
             self.b.switch_to_block(next);
         }
         self.b.ins().jump(exit, &[]);
-
-        // Advance: `y` steps from step `x`. Indices come from the schedule,
-        // which keeps them below n; check anyway, memory is at stake.
         self.b.switch_to_block(blocks[0]);
-        let last = self.b.ins().iadd(x, y);
-        let in_range = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, last, n);
-        self.check(in_range, Status::IndexOutOfBounds, last);
-        let step_tys = [s_ty.clone(), e_ty.clone()];
-        self.for_range(y, &mut |t, k| {
+        self.advance(r, x, y)?;
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(blocks[1]);
+        self.store_slot(r, x)?;
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(blocks[2]);
+        self.restore_slot(r, x)?;
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(blocks[3]);
+        self.reverse(r, x)?;
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(exit);
+        Ok(())
+    }
+
+    /// Applies the step `count` times from step `from`.
+    fn advance(&mut self, r: &Reversal, from: Value, count: Value) -> Result<(), JitError> {
+        // The schedules keep steps below n; checked, since memory is at stake.
+        let last = self.b.ins().iadd(from, count);
+        let fits = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedLessThanOrEqual, last, r.a.len);
+        self.check(fits, Status::IndexOutOfBounds, last);
+        let tys = [r.tys[0].clone(), r.tys[1].clone()];
+        self.for_range(count, &mut |t, k| {
             let mark = t.mark();
-            let i = t.b.ins().iadd(x, k);
-            let offset = t.b.ins().imul(i, in_stride);
-            let at = t.b.ins().iadd(a.ptr, offset);
-            let elem = load(t.b, at, &a.elem);
-            let current = t.get(&state);
-            let next = t.apply(sparams, sbody, vec![current, elem], &step_tys)?;
-            t.set(&state, &next)?;
+            let i = t.b.ins().iadd(from, k);
+            let offset = t.b.ins().imul(i, r.in_stride);
+            let at = t.b.ins().iadd(r.a.ptr, offset);
+            let elem = load(t.b, at, &r.a.elem);
+            let current = t.get(&r.state);
+            let next = t.apply(r.step.0, r.step.1, vec![current, elem], &tys)?;
+            t.set(&r.state, &next)?;
             t.release(mark);
             Ok(())
-        })?;
-        self.b.ins().jump(header, &[]);
+        })
+    }
 
-        // Store and restore: slot `x`.
-        for (block, store) in [(blocks[1], true), (blocks[2], false)] {
-            self.b.switch_to_block(block);
-            let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, x, slots);
-            self.check(ok, Status::IndexOutOfBounds, x);
-            let offset = self.b.ins().imul(x, state_bytes);
-            let at = self.b.ins().iadd(slot_mem, offset);
-            if store {
-                let current = self.get(&state);
-                self.store(at, &current, &state_shape)?;
-            } else {
-                let saved = load(self.b, at, &state_shape);
-                self.set(&state, &saved)?;
-            }
-            self.b.ins().jump(header, &[]);
-        }
+    fn slot_addr(&mut self, r: &Reversal, slot: Value) -> Value {
+        let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, slot, r.slots);
+        self.check(ok, Status::IndexOutOfBounds, slot);
+        let offset = self.b.ins().imul(slot, r.state_bytes);
+        self.b.ins().iadd(r.slot_mem, offset)
+    }
 
-        // Reverse step `x`.
-        self.b.switch_to_block(blocks[3]);
-        let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, x, n);
-        self.check(ok, Status::IndexOutOfBounds, x);
+    fn store_slot(&mut self, r: &Reversal, slot: Value) -> Result<(), JitError> {
+        let at = self.slot_addr(r, slot);
+        let current = self.get(&r.state);
+        self.store(at, &current, &r.state_shape)
+    }
+
+    /// The state becomes the slot's (a view: slots are only written by
+    /// [`Translator::store_slot`], never while the state is one of them,
+    /// except by storing it into itself).
+    fn restore_slot(&mut self, r: &Reversal, slot: Value) -> Result<(), JitError> {
+        let at = self.slot_addr(r, slot);
+        let saved = load(self.b, at, &r.state_shape);
+        self.set_view(&r.state, &saved)
+    }
+
+    /// Reverses step `i`; the current state is `Sᵢ`.
+    fn reverse(&mut self, r: &Reversal, i: Value) -> Result<(), JitError> {
+        let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, i, r.a.len);
+        self.check(ok, Status::IndexOutOfBounds, i);
         let mark = self.mark();
-        let offset = self.b.ins().imul(x, in_stride);
-        let at = self.b.ins().iadd(a.ptr, offset);
-        let elem = load(self.b, at, &a.elem);
-        let inputs = vec![self.get(&state), elem, self.get(&cot), self.get(&acc)];
-        let tys = [s_ty, e_ty, g_ty, f_ty];
-        let r = self.apply(vparams, vbody, inputs, &tys)?;
-        let Values::Tuple(parts) = r else {
+        let offset = self.b.ins().imul(i, r.in_stride);
+        let at = self.b.ins().iadd(r.a.ptr, offset);
+        let elem = load(self.b, at, &r.a.elem);
+        let inputs = vec![self.get(&r.state), elem, self.get(&r.cot), self.get(&r.acc)];
+        let tys = [
+            r.tys[0].clone(),
+            r.tys[1].clone(),
+            r.tys[0].clone(),
+            r.tys[2].clone(),
+        ];
+        let out = self.apply(r.vjp.0, r.vjp.1, inputs, &tys)?;
+        let Values::Tuple(parts) = out else {
             return Err(JitError::Internal(
                 "revfold's function returns a triple".into(),
             ));
@@ -325,27 +449,34 @@ impl Translator<'_, '_> {
                 "revfold's function returns a triple".into(),
             ));
         };
-        let offset = self.b.ins().imul(x, out_stride);
-        let at = self.b.ins().iadd(out_ptr, offset);
-        self.store(at, e, &e_shape)?;
-        self.set(&cot, g)?;
-        self.set(&acc, f)?;
+        let offset = self.b.ins().imul(i, r.out_stride);
+        let at = self.b.ins().iadd(r.out_ptr, offset);
+        self.store(at, e, &r.e_shape)?;
+        self.set(&r.cot, g)?;
+        self.set(&r.acc, f)?;
         self.release(mark);
-        self.b.ins().jump(header, &[]);
-
-        self.b.switch_to_block(exit);
-        let g = self.get(&cot);
-        let f = self.get(&acc);
-        Ok(Values::Tuple(vec![
-            g,
-            Values::Array(ArrayVal {
-                ptr: out_ptr,
-                len: n,
-                elem: e_shape,
-            }),
-            f,
-        ]))
+        Ok(())
     }
+}
+
+/// What the lowering of one `revfold` works with.
+struct Reversal<'e> {
+    step: (&'e [Param], &'e Expr),
+    vjp: (&'e [Param], &'e Expr),
+    /// The state's, the element's and the accumulator's types.
+    tys: [Type; 3],
+    a: ArrayVal,
+    in_stride: Value,
+    state_shape: Shape,
+    state_bytes: Value,
+    slot_mem: Value,
+    slots: Value,
+    e_shape: Shape,
+    out_ptr: Value,
+    out_stride: Value,
+    state: Carried,
+    cot: Carried,
+    acc: Carried,
 }
 
 /// Imports the runtime functions into a function (start, next).
