@@ -477,7 +477,11 @@ impl Translator<'_, '_> {
 }
 
 /// Pushes the types a pattern binds.
-fn bind_types(typer: &mut gradlift_lang::types::Typer, pat: &gradlift_lang::Pattern, ty: &Type) {
+pub(crate) fn bind_types(
+    typer: &mut gradlift_lang::types::Typer,
+    pat: &gradlift_lang::Pattern,
+    ty: &Type,
+) {
     use gradlift_lang::Pattern;
     match (pat, ty) {
         (Pattern::Var(n, _), t) => typer.push(n.clone(), t.clone()),

@@ -218,7 +218,10 @@ impl Translator<'_, '_> {
                 let k = i64::from(k.max(1));
                 let up = self.b.ins().iadd_imm_s(n, k - 1);
                 let blocks = self.b.ins().sdiv_imm_s(up, k);
-                let s = self.b.ins().iadd_imm_s(blocks, k - 1);
+                let kv = self.b.ins().iconst(types::I64, k);
+                let block = self.b.ins().smin(n, kv);
+                let s = self.b.ins().iadd(blocks, block);
+                let s = self.b.ins().iadd_imm_s(s, -1);
                 self.b.ins().smax(s, one)
             }
             Schedule::Binomial(c) => {
@@ -230,7 +233,20 @@ impl Translator<'_, '_> {
         let state_bytes = self.bytes(&state_shape)?;
         let slot_bytes = self.mul_checked(slots, state_bytes);
         let slot_mem = self.alloc(slot_bytes);
-        let e_shape = self.shape_of_type(&e_ty, false)?;
+        // The elements' cotangents: of the elements' type, or `()`.
+        let mark = self.typer.mark();
+        let vjp_tys = [s_ty.clone(), (*e_ty).clone(), s_ty.clone(), f_ty.clone()];
+        for (p, t) in vparams.iter().zip(&vjp_tys) {
+            crate::arrays::bind_types(&mut self.typer, &p.pat, t);
+        }
+        let out_ty = self.type_of(vbody);
+        self.typer.pop_to(mark);
+        let Type::Tuple(parts) = out_ty? else {
+            return Err(JitError::Internal(
+                "revfold's function returns a triple".into(),
+            ));
+        };
+        let e_shape = self.shape_of_type(&parts[1], false)?;
         let (out_ptr, out_stride) = self.alloc_array(n, &e_shape)?;
         let in_stride = crate::values::unchecked_bytes(self.b, &a.elem);
         let state = self.carried(&v)?;

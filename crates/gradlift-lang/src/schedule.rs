@@ -19,7 +19,7 @@
 //!
 //! - [`Schedule::Every`]`(K)`, fixed blocks: the forward pass stores one
 //!   snapshot every `K` steps; each block is then restored, replayed while
-//!   recording its states, and reversed. Slots: `⌈n/K⌉ + K − 1`; steps
+//!   recording its states, and reversed. Slots: `⌈n/K⌉ + min(K, n) − 1`; steps
 //!   advanced: about `2n`.
 //! - [`Schedule::Binomial`]`(c)`, Griewank's binomial checkpointing
 //!   ("Achieving logarithmic growth of temporal and spatial complexity in
@@ -93,7 +93,7 @@ impl Schedule {
         match self {
             Schedule::Every(k) => {
                 let k = u64::from(k.max(1));
-                (n.div_ceil(k) + k - 1).max(1)
+                (n.div_ceil(k) + k.min(n)).saturating_sub(1).max(1)
             }
             Schedule::Binomial(c) => u64::from(c.max(1)).min(n.max(1)),
         }

@@ -257,6 +257,8 @@ pub enum ArrayOp {
     /// the state and the element and the updated accumulator. The result is
     /// `(v̄, Ā, f')`: the cotangent of `v`, the elements' cotangents, and the
     /// accumulator after every step, each step reversed once, from the last.
+    /// (The element's cotangent may be `()` instead of an `E`, when the step
+    /// ignores its element.)
     Revfold(Schedule),
 }
 

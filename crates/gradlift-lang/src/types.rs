@@ -959,11 +959,17 @@ impl Checker<'_> {
                     return mismatch("the step of `revfold`", &s, &next, args[0].span);
                 }
                 let r = self.check_fn(f, &[s.clone(), t.clone(), s.clone(), acc.clone()], &what)?;
-                let want = Type::Tuple(vec![s.clone(), t.clone(), acc.clone()]);
-                if r != want {
+                // The elements' cotangents are of the elements' type, or `()`
+                // when the step ignores its element.
+                let e = match &r {
+                    Type::Tuple(parts) if parts.len() == 3 => parts[1].clone(),
+                    _ => t.clone(),
+                };
+                let want = Type::Tuple(vec![s.clone(), e.clone(), acc.clone()]);
+                if r != want || (e != t && e != Type::Tuple(Vec::new())) {
                     return mismatch(format!("the result of {what}"), &want, &r, f.span);
                 }
-                Ok(Type::Tuple(vec![s, Type::array(t, n), acc]))
+                Ok(Type::Tuple(vec![s, Type::array(e, n), acc]))
             }
             ArrayOp::Reduce | ArrayOp::Foldl(_) | ArrayOp::Scanl | ArrayOp::Scanr => {
                 let s = self.value(&args[0])?;

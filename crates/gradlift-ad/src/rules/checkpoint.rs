@@ -12,6 +12,9 @@
 //! v̄ += v̄',  Ā += Ā',  Γ̄' += Γ̄''
 //! ```
 //!
+//! When `e` does not read `y`, `VJP` returns `()` in place of `r.y`, so
+//! `Ā'` is an array of empty tuples (no memory) and `A` gets no cotangent.
+//!
 //! This is the vector–Jacobian right scan of [`super::fold`] with the scan
 //! and the per-step products fused into one backward loop, so that neither
 //! the states nor the cotangents of the states are kept. The free
@@ -65,9 +68,19 @@ impl Deriver {
         // Untyped lambdas, like every function argument of an array
         // operation, so that forward mode can lift them (Hessian-vector
         // products of checkpointed loops).
+        // A step that ignores its element gives it no cotangent: the
+        // elements' part of the result is then `()`s, which take no memory.
+        let mut free = std::collections::HashSet::new();
+        gradlift_lang::interp::free_vars(body, &mut gradlift_lang::scope::Scope::new(), &mut free);
+        let elements = free.contains(&params[1]);
+        let elem_part = if elements {
+            part(ky)
+        } else {
+            Expr::synth(ExprKind::Tuple(Vec::new()))
+        };
         let vjp = lambda(
             vec![pvar(&params[0]), pvar(&params[1]), pvar(&g), pvar(&f)],
-            let_in(pvar(&r), grad, tuple(vec![part(kx), part(ky), update])),
+            let_in(pvar(&r), grad, tuple(vec![part(kx), elem_part, update])),
         );
         let step = lambda(vec![pvar(&params[0]), pvar(&params[1])], body.clone());
         let init = match &fv[..] {
@@ -85,7 +98,9 @@ impl Deriver {
         );
         let out = self.bind(&mut sw.rev, "reversed", reversed);
         self.add(sw, v, v_ty, Adj::Val(proj(out.clone(), 0)));
-        self.add(sw, a, a_ty, Adj::Val(proj(out.clone(), 1)));
+        if elements {
+            self.add(sw, a, a_ty, Adj::Val(proj(out.clone(), 1)));
+        }
         for (j, (n, t)) in fv.iter().enumerate() {
             let total = match fv.len() {
                 1 => proj(out.clone(), 2),
