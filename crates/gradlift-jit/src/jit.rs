@@ -320,7 +320,11 @@ impl Compiled {
                     if needed > MAX_WORKSPACE as u64 {
                         return Err(CallError::WorkspaceLimit(info as u64));
                     }
-                    ws.memory.resize(needed.div_ceil(8) as usize, 0);
+                    // A fresh zeroed buffer, not a resize: the old contents
+                    // are dead, and the allocator's zeroed pages are only
+                    // made resident as the code touches them.
+                    ws.memory = Vec::new();
+                    ws.memory = vec![0; needed.div_ceil(8) as usize];
                 }
                 Some(s) => return Err(CallError::Status(s)),
                 None => unreachable!("the generated code returns a status, got {status}"),
