@@ -1,0 +1,454 @@
+//! A compiled loss over a flat parameter vector.
+//!
+//! [`Loss`] splits the value parameters of a real-valued function into the
+//! *fitted* ones, whose reals are concatenated (depth first, in parameter
+//! order) into one `Vec<f64>`, and the *data*, held fixed. It compiles the
+//! function and its reverse-mode gradient with respect to the fitted
+//! parameters once, and calls the native code on flat buffers
+//! ([`gradlift::jit::Compiled::call_flat`]): a warm call allocates only the
+//! gradient vector it returns. `Loss` implements argmin's [`CostFunction`]
+//! and [`Gradient`] with `Param = Vec<f64>`.
+//!
+//! For minibatches, [`Loss::row_axis`] finds the size variable that counts
+//! the rows of the data (the `m` of `X: [[R; d]; m], y: [R; m]`), and
+//! [`Loss::select_rows`] evaluates on a subset of the rows: the same native
+//! code runs with `m` set to the batch size.
+
+use crate::Error;
+use argmin::core::{CostFunction, Gradient};
+use gradlift::lang::{Located, SourceFile, Spanned};
+use gradlift::{Args, Function, GradOptions, Jit, Name, Span, Type, Value};
+use std::collections::BTreeSet;
+
+/// One value parameter of the function, in parameter order.
+#[derive(Clone, Debug)]
+enum Input {
+    /// Fitted: its reals are `x[range]`; `shape` is its starting value.
+    Fitted {
+        range: std::ops::Range<usize>,
+        shape: Value,
+    },
+    /// Data: the full value, and the reals the native code reads (all rows,
+    /// or the selected ones).
+    Data { value: Value, flat: Vec<f64> },
+}
+
+/// A real-valued function compiled with its gradient, some parameters
+/// fitted and the others fixed.
+pub struct Loss {
+    function: String,
+    names: Vec<Name>,
+    inputs: Vec<Input>,
+    start: Vec<f64>,
+    primal: gradlift::CompiledFunction,
+    gradient: gradlift::CompiledGradient,
+    /// Size variable values, in the order of the primal's and the
+    /// gradient's size words (the same order: both come from the function's
+    /// parameters).
+    sizes: Vec<i64>,
+    size_vars: Vec<Name>,
+    full_sizes: Vec<i64>,
+}
+
+/// The size variable that counts data rows, and how many there are.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RowAxis {
+    /// The size variable (`m`).
+    pub size: Name,
+    /// Its value for the whole data set.
+    pub rows: usize,
+    /// The data parameters with `m` rows.
+    pub params: Vec<Name>,
+}
+
+fn render(source: &Option<SourceFile>, e: &gradlift::lang::ArgsError) -> String {
+    match source {
+        Some(src) if e.span() != Span::DUMMY => Located {
+            file: src,
+            error: e,
+        }
+        .to_string(),
+        _ => e.to_string(),
+    }
+}
+
+impl Loss {
+    /// The loss `function` with the parameters named in `start` fitted
+    /// (from those starting values) and every other parameter taken from
+    /// `data`; compiled with `jit`.
+    pub fn from_args(
+        function: &Function,
+        jit: &Jit,
+        start: &Args,
+        data: &Args,
+    ) -> Result<Loss, Error> {
+        let sig = function.signature();
+        let name = function.name().to_string();
+        check_scalar(function)?;
+        let all: Vec<String> = sig.params.iter().map(|(p, _)| p.to_string()).collect();
+        if start.entries.is_empty() {
+            return Err(Error::NothingToFit {
+                function: name,
+                params: all.join(", "),
+            });
+        }
+        let mut fitted = BTreeSet::new();
+        for (n, _, _) in &start.entries {
+            match sig.params.iter().find(|(p, _)| p == n) {
+                None => {
+                    return Err(Error::UnknownParameter {
+                        name: n.to_string(),
+                        function: name,
+                        params: all.join(", "),
+                    })
+                }
+                Some((_, None)) => return Err(Error::SizeParameter(n.to_string())),
+                Some(_) => {}
+            }
+            fitted.insert(n.clone());
+        }
+        for (n, _, _) in &data.entries {
+            if fitted.contains(n) {
+                return Err(Error::FittedAndData(n.to_string()));
+            }
+            if !sig.params.iter().any(|(p, _)| p == n) {
+                return Err(Error::UnknownData {
+                    name: n.to_string(),
+                    function: name,
+                    params: all.join(", "),
+                });
+            }
+        }
+        for (p, ty) in &sig.params {
+            if !fitted.contains(p) && !data.entries.iter().any(|(n, _, _)| n == p) {
+                return Err(Error::MissingData {
+                    name: p.to_string(),
+                    ty: ty.as_ref().map_or("size".to_string(), Type::to_string),
+                    function: name,
+                });
+            }
+        }
+        // Each group converted against its own part of the signature, so
+        // that messages point into the text they came from.
+        let mut start_sig = sig.clone();
+        start_sig.params.retain(|(p, _)| fitted.contains(p));
+        let mut data_sig = sig.clone();
+        data_sig.params.retain(|(p, _)| !fitted.contains(p));
+        let start_values = start
+            .values_for(&name, &start_sig)
+            .map_err(|e| Error::Start(render(&start.source, &e)))?;
+        let data_values = data
+            .values_for(&name, &data_sig)
+            .map_err(|e| Error::Data(render(&data.source, &e)))?;
+        let (mut s, mut d) = (start_values.into_iter(), data_values.into_iter());
+        let values: Vec<Value> = sig
+            .params
+            .iter()
+            .map(|(p, _)| {
+                if fitted.contains(p) {
+                    s.next()
+                } else {
+                    d.next()
+                }
+                .expect("one value per parameter")
+            })
+            .collect();
+        let names: Vec<Name> = sig
+            .params
+            .iter()
+            .filter(|(p, _)| fitted.contains(p))
+            .map(|(p, _)| p.clone())
+            .collect();
+        Loss::new(function, jit, &names, &values)
+    }
+
+    /// The loss `function` with the parameters `fitted` optimized, starting
+    /// from their entries in `values` (one value per parameter, sizes
+    /// included, in parameter order); the other entries are the data.
+    pub fn new(
+        function: &Function,
+        jit: &Jit,
+        fitted: &[Name],
+        values: &[Value],
+    ) -> Result<Loss, Error> {
+        check_scalar(function)?;
+        let sig = function.signature();
+        let name = function.name().to_string();
+        for f in fitted {
+            match sig.params.iter().find(|(p, _)| p == f) {
+                None => {
+                    return Err(Error::UnknownParameter {
+                        name: f.to_string(),
+                        function: name,
+                        params: sig
+                            .params
+                            .iter()
+                            .map(|(p, _)| p.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    })
+                }
+                Some((_, None)) => return Err(Error::SizeParameter(f.to_string())),
+                Some(_) => {}
+            }
+        }
+        let bound = gradlift::lang::value::bind_sizes(&name, sig, values)
+            .map_err(|e| Error::Data(e.to_string()))?;
+        let mut inputs = Vec::new();
+        let mut start = Vec::new();
+        let mut names = Vec::new();
+        for ((p, ty), v) in sig.params.iter().zip(values) {
+            if ty.is_none() {
+                continue;
+            }
+            if fitted.contains(p) {
+                let at = start.len();
+                v.flatten(&mut start);
+                inputs.push(Input::Fitted {
+                    range: at..start.len(),
+                    shape: v.clone(),
+                });
+                names.push(p.clone());
+            } else {
+                let mut flat = Vec::new();
+                v.flatten(&mut flat);
+                inputs.push(Input::Data {
+                    value: v.clone(),
+                    flat,
+                });
+            }
+        }
+        if names.is_empty() {
+            return Err(Error::NothingToFit {
+                function: name,
+                params: String::new(),
+            });
+        }
+        // The gradient with respect to the fitted parameters, in parameter
+        // order: its cotangents come out in the order of `x`.
+        let gradient = function
+            .gradient(Some(&names), GradOptions::default())?
+            .compile(jit)?;
+        let primal = function.compile(jit)?;
+        let size_vars = gradient.native().signature().size_vars.clone();
+        assert_eq!(
+            size_vars,
+            primal.native().signature().size_vars,
+            "the function and its gradient bind the same size variables"
+        );
+        let sizes: Vec<i64> = size_vars.iter().map(|v| bound[v]).collect();
+        Ok(Loss {
+            function: name,
+            names,
+            inputs,
+            start,
+            primal,
+            gradient,
+            full_sizes: sizes.clone(),
+            sizes,
+            size_vars,
+        })
+    }
+
+    /// The name of the function.
+    pub fn function(&self) -> &str {
+        &self.function
+    }
+
+    /// The fitted parameters, in the order their reals take in `x`.
+    pub fn names(&self) -> &[Name] {
+        &self.names
+    }
+
+    /// The number of fitted reals.
+    pub fn dim(&self) -> usize {
+        self.start.len()
+    }
+
+    /// The starting values, flattened.
+    pub fn start(&self) -> Vec<f64> {
+        self.start.clone()
+    }
+
+    /// The fitted parameters at `x`, shaped as their starting values.
+    pub fn unflatten(&self, x: &[f64]) -> Vec<(Name, Value)> {
+        let mut out = Vec::new();
+        for input in &self.inputs {
+            if let Input::Fitted { range, shape } = input {
+                let value = shape.with_reals(&mut x[range.clone()].iter().copied());
+                out.push((self.names[out.len()].clone(), value));
+            }
+        }
+        out
+    }
+
+    fn slices<'a>(&'a self, x: &'a [f64]) -> Result<Vec<&'a [f64]>, Error> {
+        if x.len() != self.dim() {
+            return Err(Error::Dimension {
+                given: x.len(),
+                expected: self.dim(),
+            });
+        }
+        Ok(self
+            .inputs
+            .iter()
+            .map(|i| match i {
+                Input::Fitted { range, .. } => &x[range.clone()],
+                Input::Data { flat, .. } => flat.as_slice(),
+            })
+            .collect())
+    }
+
+    /// The loss at `x`, by the compiled function.
+    pub fn value(&self, x: &[f64]) -> Result<f64, Error> {
+        let inputs = self.slices(x)?;
+        let mut out = [0.0];
+        self.primal
+            .native()
+            .call_flat(&self.sizes, &inputs, &mut out)
+            .map_err(|e| Error::Run(e.to_string()))?;
+        Ok(out[0])
+    }
+
+    /// The loss and its gradient at `x`, by the compiled gradient.
+    pub fn value_and_gradient(&self, x: &[f64]) -> Result<(f64, Vec<f64>), Error> {
+        let inputs = self.slices(x)?;
+        let mut out = vec![0.0; 1 + self.dim()];
+        self.gradient
+            .native()
+            .call_flat(&self.sizes, &inputs, &mut out)
+            .map_err(|e| Error::Run(e.to_string()))?;
+        let value = out.remove(0);
+        Ok((value, out))
+    }
+
+    /// The size variable that counts the rows of the data, if there is
+    /// exactly one: a size variable `m` that is the outer length of some
+    /// data parameter (`[…; m]`), appears nowhere else in the data
+    /// parameters' types, is not in a fitted parameter's type and is not a
+    /// size parameter.
+    pub fn row_axis(&self) -> Option<RowAxis> {
+        let sig = self.gradient.native().signature();
+        let mut fitted_vars = BTreeSet::new();
+        let mut candidates: Vec<(Name, Vec<Name>)> = Vec::new();
+        let mut inner_vars = BTreeSet::new();
+        for (p, ty) in &sig.params {
+            let Some(ty) = ty else {
+                fitted_vars.insert(p.clone());
+                continue;
+            };
+            if self.names.contains(p) {
+                size_vars_of(ty, &mut fitted_vars);
+                continue;
+            }
+            match ty {
+                Type::Array(elem, n) if n.constant == 0 && n.terms.len() == 1 => {
+                    let (v, k) = n.terms.iter().next().expect("one term");
+                    if *k == 1 {
+                        match candidates.iter_mut().find(|(c, _)| c == v) {
+                            Some((_, ps)) => ps.push(p.clone()),
+                            None => candidates.push((v.clone(), vec![p.clone()])),
+                        }
+                    } else {
+                        inner_vars.insert(v.clone());
+                    }
+                    size_vars_of(elem, &mut inner_vars);
+                }
+                other => size_vars_of(other, &mut inner_vars),
+            }
+        }
+        candidates.retain(|(v, _)| !fitted_vars.contains(v) && !inner_vars.contains(v));
+        match candidates.as_slice() {
+            [(v, params)] => {
+                let k = self.size_vars.iter().position(|s| s == v)?;
+                Some(RowAxis {
+                    size: v.clone(),
+                    rows: self.full_sizes[k] as usize,
+                    params: params.clone(),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Evaluates from now on over the rows `rows` (indices into the full
+    /// data) of the parameters of `axis`, or over all rows with `None`.
+    pub fn select_rows(&mut self, axis: &RowAxis, rows: Option<&[usize]>) {
+        let k = self
+            .size_vars
+            .iter()
+            .position(|s| *s == axis.size)
+            .expect("the row axis is a size variable");
+        let data_names = self.names_of_data();
+        let data = self.inputs.iter_mut().filter_map(|i| match i {
+            Input::Data { value, flat } => Some((value, flat)),
+            Input::Fitted { .. } => None,
+        });
+        for (name, (value, flat)) in data_names.iter().zip(data) {
+            if !axis.params.contains(name) {
+                continue;
+            }
+            flat.clear();
+            let all = value.as_array().expect("a parameter with rows is an array");
+            match rows {
+                Some(rows) => rows.iter().for_each(|&r| all[r].flatten(flat)),
+                None => value.flatten(flat),
+            }
+        }
+        self.sizes[k] = rows.map_or(self.full_sizes[k], |r| r.len() as i64);
+    }
+
+    fn names_of_data(&self) -> Vec<Name> {
+        // Data parameters in order: the value parameters that are not fitted.
+        let sig = self.gradient.native().signature();
+        sig.params
+            .iter()
+            .filter(|(p, t)| t.is_some() && !self.names.contains(p))
+            .map(|(p, _)| p.clone())
+            .collect()
+    }
+}
+
+fn size_vars_of(ty: &Type, out: &mut BTreeSet<Name>) {
+    match ty {
+        Type::Array(elem, n) => {
+            out.extend(n.terms.keys().cloned());
+            size_vars_of(elem, out);
+        }
+        Type::Tuple(ts) => ts.iter().for_each(|t| size_vars_of(t, out)),
+        Type::Fun(ps, r) => {
+            ps.iter().for_each(|t| size_vars_of(t, out));
+            size_vars_of(r, out);
+        }
+        Type::Real | Type::Bool => {}
+    }
+}
+
+fn check_scalar(function: &Function) -> Result<(), Error> {
+    let ret = &function.signature().ret;
+    if *ret != Type::Real {
+        return Err(Error::NotScalar {
+            function: function.name().to_string(),
+            ty: ret.to_string(),
+        });
+    }
+    Ok(())
+}
+
+impl CostFunction for Loss {
+    type Param = Vec<f64>;
+    type Output = f64;
+
+    fn cost(&self, x: &Vec<f64>) -> Result<f64, argmin::core::Error> {
+        Ok(self.value(x)?)
+    }
+}
+
+impl Gradient for Loss {
+    type Param = Vec<f64>;
+    type Gradient = Vec<f64>;
+
+    fn gradient(&self, x: &Vec<f64>) -> Result<Vec<f64>, argmin::core::Error> {
+        Ok(self.value_and_gradient(x)?.1)
+    }
+}
