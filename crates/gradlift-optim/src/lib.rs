@@ -30,11 +30,13 @@
 #![warn(missing_docs)]
 
 mod adam;
+mod converged;
 mod first_step;
 mod loss;
 mod solve;
 
 pub use adam::{Adam, AdamOptions};
+pub use converged::Converged;
 pub use first_step::FirstStep;
 pub use loss::{Loss, RowAxis};
 pub use solve::{fit, Fit, FitOptions, Method, Progress};
@@ -100,11 +102,21 @@ pub enum Error {
         function: String,
     },
     /// A starting value that does not fit its parameter.
-    #[error("starting values: {0}")]
-    Start(String),
+    #[error("{}", if *located { message.clone() } else { format!("starting values: {message}") })]
+    Start {
+        /// What is wrong (with the text and a caret when `located`).
+        message: String,
+        /// Whether the message shows where in the text.
+        located: bool,
+    },
     /// Data that does not fit its parameters.
-    #[error("data: {0}")]
-    Data(String),
+    #[error("{}", if *located { message.clone() } else { format!("data: {message}") })]
+    Data {
+        /// What is wrong (with the text and a caret when `located`).
+        message: String,
+        /// Whether the message shows where in the text.
+        located: bool,
+    },
     /// A parameter vector of the wrong length.
     #[error("{given} parameters given, the loss has {expected}")]
     Dimension {

@@ -48,6 +48,8 @@ pub struct Loss {
     sizes: Vec<i64>,
     size_vars: Vec<Name>,
     full_sizes: Vec<i64>,
+    /// The last point whose gradient was computed, its loss and gradient.
+    last: std::sync::Mutex<Option<(Vec<f64>, f64, Vec<f64>)>>,
 }
 
 /// The size variable that counts data rows, and how many there are.
@@ -61,14 +63,18 @@ pub struct RowAxis {
     pub params: Vec<Name>,
 }
 
-fn render(source: &Option<SourceFile>, e: &gradlift::lang::ArgsError) -> String {
+/// The message of `e`, located in `source` when it has a place there.
+fn render(source: &Option<SourceFile>, e: &gradlift::lang::ArgsError) -> (String, bool) {
     match source {
-        Some(src) if e.span() != Span::DUMMY => Located {
-            file: src,
-            error: e,
-        }
-        .to_string(),
-        _ => e.to_string(),
+        Some(src) if e.span() != Span::DUMMY => (
+            Located {
+                file: src,
+                error: e,
+            }
+            .to_string(),
+            true,
+        ),
+        _ => (e.to_string(), false),
     }
 }
 
@@ -134,12 +140,14 @@ impl Loss {
         start_sig.params.retain(|(p, _)| fitted.contains(p));
         let mut data_sig = sig.clone();
         data_sig.params.retain(|(p, _)| !fitted.contains(p));
-        let start_values = start
-            .values_for(&name, &start_sig)
-            .map_err(|e| Error::Start(render(&start.source, &e)))?;
-        let data_values = data
-            .values_for(&name, &data_sig)
-            .map_err(|e| Error::Data(render(&data.source, &e)))?;
+        let start_values = start.values_for(&name, &start_sig).map_err(|e| {
+            let (message, located) = render(&start.source, &e);
+            Error::Start { message, located }
+        })?;
+        let data_values = data.values_for(&name, &data_sig).map_err(|e| {
+            let (message, located) = render(&data.source, &e);
+            Error::Data { message, located }
+        })?;
         let (mut s, mut d) = (start_values.into_iter(), data_values.into_iter());
         let values: Vec<Value> = sig
             .params
@@ -192,8 +200,11 @@ impl Loss {
                 Some(_) => {}
             }
         }
-        let bound = gradlift::lang::value::bind_sizes(&name, sig, values)
-            .map_err(|e| Error::Data(e.to_string()))?;
+        let bound =
+            gradlift::lang::value::bind_sizes(&name, sig, values).map_err(|e| Error::Data {
+                message: e.to_string(),
+                located: false,
+            })?;
         let mut inputs = Vec::new();
         let mut start = Vec::new();
         let mut names = Vec::new();
@@ -245,6 +256,7 @@ impl Loss {
             primal,
             gradient,
             full_sizes: sizes.clone(),
+            last: std::sync::Mutex::new(None),
             sizes,
             size_vars,
         })
@@ -299,8 +311,19 @@ impl Loss {
             .collect())
     }
 
-    /// The loss at `x`, by the compiled function.
+    fn cached(&self, x: &[f64]) -> Option<(f64, Vec<f64>)> {
+        match &*self.last.lock().expect("cache") {
+            Some((at, value, gradient)) if at == x => Some((*value, gradient.clone())),
+            _ => None,
+        }
+    }
+
+    /// The loss at `x`, by the compiled function (or the last gradient
+    /// evaluation, if it was at `x`).
     pub fn value(&self, x: &[f64]) -> Result<f64, Error> {
+        if let Some((value, _)) = self.cached(x) {
+            return Ok(value);
+        }
         let inputs = self.slices(x)?;
         let mut out = [0.0];
         self.primal
@@ -310,8 +333,12 @@ impl Loss {
         Ok(out[0])
     }
 
-    /// The loss and its gradient at `x`, by the compiled gradient.
+    /// The loss and its gradient at `x`, by the compiled gradient (the
+    /// last result is kept: asking again at the same point is free).
     pub fn value_and_gradient(&self, x: &[f64]) -> Result<(f64, Vec<f64>), Error> {
+        if let Some(hit) = self.cached(x) {
+            return Ok(hit);
+        }
         let inputs = self.slices(x)?;
         let mut out = vec![0.0; 1 + self.dim()];
         self.gradient
@@ -319,6 +346,7 @@ impl Loss {
             .call_flat(&self.sizes, &inputs, &mut out)
             .map_err(|e| Error::Run(e.to_string()))?;
         let value = out.remove(0);
+        *self.last.lock().expect("cache") = Some((x.to_vec(), value, out.clone()));
         Ok((value, out))
     }
 
@@ -396,6 +424,7 @@ impl Loss {
             }
         }
         self.sizes[k] = rows.map_or(self.full_sizes[k], |r| r.len() as i64);
+        *self.last.lock().expect("cache") = None;
     }
 
     fn names_of_data(&self) -> Vec<Name> {

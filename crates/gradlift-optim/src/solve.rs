@@ -1,8 +1,8 @@
 //! Running argmin's solvers, or Adam, on a [`Loss`].
 //!
 //! L-BFGS, BFGS, nonlinear conjugate gradient and steepest descent are
-//! argmin's, each with its line search (More–Thuente, or Hager–Zhang for
-//! steepest descent), their first trial step scaled by [`FirstStep`];
+//! argmin's, each with argmin's More–Thuente line search, its first trial
+//! step scaled by [`FirstStep`];
 //! nothing here searches lines. An observer records the
 //! loss after every iteration and reports it to a callback (a progress bar,
 //! say). When argmin stops with an error after some progress — a line
@@ -10,12 +10,16 @@
 //! returns the best point it reached, with the error as its stop reason.
 
 use crate::adam::{self, AdamOptions};
-use crate::{Error, FirstStep, Loss};
+use crate::{Converged, Error, FirstStep, Loss};
+
+/// The gradient norm at which conjugate gradient and steepest descent stop
+/// (argmin's default for L-BFGS and BFGS).
+const TOLERANCE: f64 = 1.4901161193847656e-8;
 use argmin::core::observers::{Observe, ObserverMode};
 use argmin::core::{CostFunction, Executor, Gradient, IterState, State, KV};
 use argmin::solver::conjugategradient::{beta::PolakRibiere, NonlinearConjugateGradient};
 use argmin::solver::gradientdescent::SteepestDescent;
-use argmin::solver::linesearch::{HagerZhangLineSearch, MoreThuenteLineSearch};
+use argmin::solver::linesearch::MoreThuenteLineSearch;
 use argmin::solver::quasinewton::{BFGS, LBFGS};
 use std::sync::{Arc, Mutex};
 
@@ -30,7 +34,8 @@ pub enum Method {
     /// every 10 iterations or when successive gradients lose orthogonality)
     /// with More–Thuente.
     Cg,
-    /// argmin's steepest descent with the Hager–Zhang line search.
+    /// argmin's steepest descent with More–Thuente (argmin's Hager–Zhang
+    /// search stopped on an internal error on the logistic-growth loss).
     Gd,
     /// Adam ([`crate::Adam`]), on all rows or on minibatches.
     Adam,
@@ -70,8 +75,8 @@ pub struct Fit {
     pub iters: u64,
     /// The loss on all the data at the start, then after every iteration.
     pub history: Vec<f64>,
-    /// Loss evaluations and gradient evaluations (a gradient evaluation
-    /// computes the loss too).
+    /// Loss and gradient evaluations the optimizer asked for (a loss asked
+    /// for at the point of the last gradient is not computed again).
     pub evaluations: (u64, u64),
     /// Why the optimizer stopped.
     pub stop: String,
@@ -113,7 +118,7 @@ pub fn fit(
     let run = match method {
         Method::Lbfgs => finish(
             Executor::new(problem, LBFGS::new(more_thuente(), 7))
-                .configure(|s| s.param(x0).max_iters(max_iters))
+                .configure(|s| s.param(x0).max_iters(max_iters).counting(true))
                 .add_observer(recorder, ObserverMode::Always)
                 .run(),
         ),
@@ -123,18 +128,26 @@ pub fn fit(
                 .collect();
             finish(
                 Executor::new(problem, BFGS::new(more_thuente()))
-                    .configure(|s| s.param(x0).inv_hessian(identity).max_iters(max_iters))
+                    .configure(|s| {
+                        s.param(x0)
+                            .inv_hessian(identity)
+                            .max_iters(max_iters)
+                            .counting(true)
+                    })
                     .add_observer(recorder, ObserverMode::Always)
                     .run(),
             )
         }
         Method::Cg => {
-            let solver = NonlinearConjugateGradient::new(more_thuente(), PolakRibiere::new())
-                .restart_iters(10)
-                .restart_orthogonality(0.1);
+            let solver = Converged::new(
+                NonlinearConjugateGradient::new(more_thuente(), PolakRibiere::new())
+                    .restart_iters(10)
+                    .restart_orthogonality(0.1),
+                TOLERANCE,
+            );
             finish(
                 Executor::new(problem, solver)
-                    .configure(|s| s.param(x0).max_iters(max_iters))
+                    .configure(|s| s.param(x0).max_iters(max_iters).counting(true))
                     .add_observer(recorder, ObserverMode::Always)
                     .run(),
             )
@@ -142,9 +155,12 @@ pub fn fit(
         Method::Gd => finish(
             Executor::new(
                 problem,
-                SteepestDescent::new(FirstStep::every(HagerZhangLineSearch::new())),
+                Converged::new(
+                    SteepestDescent::new(FirstStep::every(MoreThuenteLineSearch::new())),
+                    TOLERANCE,
+                ),
             )
-            .configure(|s| s.param(x0).max_iters(max_iters))
+            .configure(|s| s.param(x0).max_iters(max_iters).counting(true))
             .add_observer(recorder, ObserverMode::Always)
             .run(),
         ),
