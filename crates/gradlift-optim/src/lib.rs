@@ -117,6 +117,9 @@ pub enum Error {
         /// Whether the message shows where in the text.
         located: bool,
     },
+    /// Starting values and data whose sizes disagree with the types.
+    #[error("{0}")]
+    Shape(String),
     /// A parameter vector of the wrong length.
     #[error("{given} parameters given, the loss has {expected}")]
     Dimension {

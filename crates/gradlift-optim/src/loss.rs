@@ -200,11 +200,8 @@ impl Loss {
                 Some(_) => {}
             }
         }
-        let bound =
-            gradlift::lang::value::bind_sizes(&name, sig, values).map_err(|e| Error::Data {
-                message: e.to_string(),
-                located: false,
-            })?;
+        let bound = gradlift::lang::value::bind_sizes(&name, sig, values)
+            .map_err(|e| Error::Shape(e.to_string()))?;
         let mut inputs = Vec::new();
         let mut start = Vec::new();
         let mut names = Vec::new();
