@@ -60,6 +60,16 @@ enum FitMethod {
 }
 
 impl FitMethod {
+    fn label(self) -> &'static str {
+        match self {
+            FitMethod::Lbfgs => "L-BFGS",
+            FitMethod::Bfgs => "BFGS",
+            FitMethod::Cg => "Nonlinear CG",
+            FitMethod::Gd => "Steepest descent",
+            FitMethod::Adam => "Adam",
+        }
+    }
+
     fn method(self) -> Method {
         match self {
             FitMethod::Lbfgs => Method::Lbfgs,
@@ -147,7 +157,13 @@ pub(crate) fn run(a: FitArgs) -> Result<(), String> {
     bar.finish_and_clear();
     let result = result.map_err(report)?;
     if let (Some(path), Some(format)) = (&a.plot, plot_format) {
-        crate::plot::loss_curve(path, format, &result.history, function.name())?;
+        let caption = format!(
+            "{} on {} ({})",
+            a.method.label(),
+            function.name(),
+            a.target.file.display()
+        );
+        crate::plot::loss_curve(path, format, &result.history, &caption)?;
     }
     let params = loss.unflatten(&result.x);
     if a.json {

@@ -29,12 +29,12 @@ impl Format {
 const FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 
 /// Draws `history` (the loss at the start and after each iteration) to
-/// `path`: on a log scale when every loss is positive.
+/// `path` under `caption`: on a log scale when every loss is positive.
 pub(crate) fn loss_curve(
     path: &Path,
     format: Format,
     history: &[f64],
-    name: &str,
+    caption: &str,
 ) -> Result<(), String> {
     // Registering twice is harmless: the second replaces the first.
     plotters::style::register_font("sans-serif", FontStyle::Normal, FONT)
@@ -44,12 +44,12 @@ pub(crate) fn loss_curve(
         Format::Svg => draw(
             SVGBackend::new(path, size).into_drawing_area(),
             history,
-            name,
+            caption,
         ),
         Format::Png => draw(
             BitMapBackend::new(path, size).into_drawing_area(),
             history,
-            name,
+            caption,
         ),
     };
     result.map_err(|e| format!("error: --plot `{}`: {e}", path.display()))
@@ -58,7 +58,7 @@ pub(crate) fn loss_curve(
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, plotters::coord::Shift>,
     history: &[f64],
-    name: &str,
+    caption: &str,
 ) -> Result<(), Box<dyn std::error::Error>>
 where
     DB::ErrorType: 'static,
@@ -90,7 +90,7 @@ where
     let pad = (hi - lo) * 0.05;
     let last = (history.len().max(2) - 1) as u64;
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{name}: loss per iteration"), ("sans-serif", 22))
+        .caption(caption, ("sans-serif", 22))
         .margin(15)
         .x_label_area_size(40)
         .y_label_area_size(70)

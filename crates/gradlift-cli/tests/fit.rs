@@ -118,7 +118,7 @@ fn the_table_and_the_plots() {
         String::from_utf8_lossy(&out.stderr)
     );
     let drawn = std::fs::read_to_string(&svg).unwrap();
-    assert!(drawn.starts_with("<svg") && drawn.contains("loss per iteration"));
+    assert!(drawn.starts_with("<svg") && drawn.contains("L-BFGS on loss ("));
     assert!(drawn.contains("<polyline"), "a line is drawn");
     let out = gradlift(&[
         "fit",
@@ -213,9 +213,7 @@ fn bad_fit_input_is_a_clear_error() {
         &["--method", "adam", "--batch", "4"]
     )
     .contains("minibatches need data with rows"));
-    assert!(
-        fit("rate=0.5, cap=30", OBS, &["--lr=0"]).contains("--lr must be a positive number")
-    );
+    assert!(fit("rate=0.5, cap=30", OBS, &["--lr=0"]).contains("--lr must be a positive number"));
     // A loss that is not a real, and a size.
     let program = temp_path("bad.grad");
     std::fs::write(
