@@ -14,7 +14,18 @@ pub(crate) enum Format {
 }
 
 impl Format {
+    /// The format of `path`, checked before any work: a known extension
+    /// in a directory that exists.
     pub(crate) fn of(path: &Path) -> Result<Format, String> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if !dir.is_dir() {
+                return Err(format!(
+                    "error: --plot `{}`: the directory `{}` does not exist",
+                    path.display(),
+                    dir.display()
+                ));
+            }
+        }
         match path.extension().and_then(|e| e.to_str()) {
             Some(e) if e.eq_ignore_ascii_case("svg") => Ok(Format::Svg),
             Some(e) if e.eq_ignore_ascii_case("png") => Ok(Format::Png),

@@ -33,12 +33,14 @@ mod adam;
 mod converged;
 mod first_step;
 mod loss;
+mod rows;
 mod solve;
 
 pub use adam::{Adam, AdamOptions};
 pub use converged::Converged;
 pub use first_step::FirstStep;
-pub use loss::{Loss, RowAxis};
+pub use loss::Loss;
+pub use rows::RowAxis;
 pub use solve::{fit, Fit, FitOptions, Method, Progress};
 
 use thiserror::Error;

@@ -9,10 +9,7 @@
 //! gradient vector it returns. `Loss` implements argmin's [`CostFunction`]
 //! and [`Gradient`] with `Param = Vec<f64>`.
 //!
-//! For minibatches, [`Loss::row_axis`] finds the size variable that counts
-//! the rows of the data (the `m` of `X: [[R; d]; m], y: [R; m]`), and
-//! [`Loss::select_rows`] evaluates on a subset of the rows: the same native
-//! code runs with `m` set to the batch size.
+//! Minibatches are in `rows.rs`.
 
 use crate::Error;
 use argmin::core::{CostFunction, Gradient};
@@ -22,7 +19,7 @@ use std::collections::BTreeSet;
 
 /// One value parameter of the function, in parameter order.
 #[derive(Clone, Debug)]
-enum Input {
+pub(crate) enum Input {
     /// Fitted: its reals are `x[range]`; `shape` is its starting value.
     Fitted {
         range: std::ops::Range<usize>,
@@ -37,31 +34,23 @@ enum Input {
 /// fitted and the others fixed.
 pub struct Loss {
     function: String,
-    names: Vec<Name>,
-    inputs: Vec<Input>,
+    pub(crate) names: Vec<Name>,
+    pub(crate) inputs: Vec<Input>,
     start: Vec<f64>,
     primal: gradlift::CompiledFunction,
-    gradient: gradlift::CompiledGradient,
+    pub(crate) gradient: gradlift::CompiledGradient,
     /// Size variable values, in the order of the primal's and the
     /// gradient's size words (the same order: both come from the function's
     /// parameters).
-    sizes: Vec<i64>,
-    size_vars: Vec<Name>,
-    full_sizes: Vec<i64>,
+    pub(crate) sizes: Vec<i64>,
+    pub(crate) size_vars: Vec<Name>,
+    pub(crate) full_sizes: Vec<i64>,
     /// The last point whose gradient was computed, its loss and gradient.
-    last: std::sync::Mutex<Option<(Vec<f64>, f64, Vec<f64>)>>,
+    pub(crate) last: std::sync::Mutex<Option<Evaluated>>,
 }
 
-/// The size variable that counts data rows, and how many there are.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RowAxis {
-    /// The size variable (`m`).
-    pub size: Name,
-    /// Its value for the whole data set.
-    pub rows: usize,
-    /// The data parameters with `m` rows.
-    pub params: Vec<Name>,
-}
+/// A point, the loss there and its gradient.
+type Evaluated = (Vec<f64>, f64, Vec<f64>);
 
 /// The message of `e`, located in `source` when it has a place there.
 fn render(source: &Option<SourceFile>, e: &gradlift::lang::ArgsError) -> (String, bool) {
@@ -90,29 +79,9 @@ impl Loss {
     ) -> Result<Loss, Error> {
         let sig = function.signature();
         let name = function.name().to_string();
-        check_scalar(function)?;
-        let all: Vec<String> = sig.params.iter().map(|(p, _)| p.to_string()).collect();
-        if start.entries.is_empty() {
-            return Err(Error::NothingToFit {
-                function: name,
-                params: all.join(", "),
-            });
-        }
-        let mut fitted = BTreeSet::new();
-        for (n, _, _) in &start.entries {
-            match sig.params.iter().find(|(p, _)| p == n) {
-                None => {
-                    return Err(Error::UnknownParameter {
-                        name: n.to_string(),
-                        function: name,
-                        params: all.join(", "),
-                    })
-                }
-                Some((_, None)) => return Err(Error::SizeParameter(n.to_string())),
-                Some(_) => {}
-            }
-            fitted.insert(n.clone());
-        }
+        let all = parameter_list(function);
+        let fitted: BTreeSet<Name> = start.entries.iter().map(|(n, _, _)| n.clone()).collect();
+        check_fitted(function, start.entries.iter().map(|(n, _, _)| n))?;
         for (n, _, _) in &data.entries {
             if fitted.contains(n) {
                 return Err(Error::FittedAndData(n.to_string()));
@@ -121,7 +90,7 @@ impl Loss {
                 return Err(Error::UnknownData {
                     name: n.to_string(),
                     function: name,
-                    params: all.join(", "),
+                    params: all,
                 });
             }
         }
@@ -179,27 +148,9 @@ impl Loss {
         fitted: &[Name],
         values: &[Value],
     ) -> Result<Loss, Error> {
-        check_scalar(function)?;
+        check_fitted(function, fitted.iter())?;
         let sig = function.signature();
         let name = function.name().to_string();
-        for f in fitted {
-            match sig.params.iter().find(|(p, _)| p == f) {
-                None => {
-                    return Err(Error::UnknownParameter {
-                        name: f.to_string(),
-                        function: name,
-                        params: sig
-                            .params
-                            .iter()
-                            .map(|(p, _)| p.to_string())
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                    })
-                }
-                Some((_, None)) => return Err(Error::SizeParameter(f.to_string())),
-                Some(_) => {}
-            }
-        }
         let bound = gradlift::lang::value::bind_sizes(&name, sig, values)
             .map_err(|e| Error::Shape(e.to_string()))?;
         let mut inputs = Vec::new();
@@ -225,12 +176,6 @@ impl Loss {
                     flat,
                 });
             }
-        }
-        if names.is_empty() {
-            return Err(Error::NothingToFit {
-                function: name,
-                params: String::new(),
-            });
         }
         // The gradient with respect to the fitted parameters, in parameter
         // order: its cotangents come out in the order of `x`.
@@ -280,6 +225,10 @@ impl Loss {
     }
 
     /// The fitted parameters at `x`, shaped as their starting values.
+    ///
+    /// # Panics
+    ///
+    /// If `x` has fewer than [`Loss::dim`] reals.
     pub fn unflatten(&self, x: &[f64]) -> Vec<(Name, Value)> {
         let mut out = Vec::new();
         for input in &self.inputs {
@@ -346,116 +295,46 @@ impl Loss {
         *self.last.lock().expect("cache") = Some((x.to_vec(), value, out.clone()));
         Ok((value, out))
     }
-
-    /// The size variable that counts the rows of the data, if there is
-    /// exactly one: a size variable `m` that is the outer length of some
-    /// data parameter (`[…; m]`), appears nowhere else in the data
-    /// parameters' types, is not in a fitted parameter's type and is not a
-    /// size parameter.
-    pub fn row_axis(&self) -> Option<RowAxis> {
-        let sig = self.gradient.native().signature();
-        let mut fitted_vars = BTreeSet::new();
-        let mut candidates: Vec<(Name, Vec<Name>)> = Vec::new();
-        let mut inner_vars = BTreeSet::new();
-        for (p, ty) in &sig.params {
-            let Some(ty) = ty else {
-                fitted_vars.insert(p.clone());
-                continue;
-            };
-            if self.names.contains(p) {
-                size_vars_of(ty, &mut fitted_vars);
-                continue;
-            }
-            match ty {
-                Type::Array(elem, n) if n.constant == 0 && n.terms.len() == 1 => {
-                    let (v, k) = n.terms.iter().next().expect("one term");
-                    if *k == 1 {
-                        match candidates.iter_mut().find(|(c, _)| c == v) {
-                            Some((_, ps)) => ps.push(p.clone()),
-                            None => candidates.push((v.clone(), vec![p.clone()])),
-                        }
-                    } else {
-                        inner_vars.insert(v.clone());
-                    }
-                    size_vars_of(elem, &mut inner_vars);
-                }
-                other => size_vars_of(other, &mut inner_vars),
-            }
-        }
-        candidates.retain(|(v, _)| !fitted_vars.contains(v) && !inner_vars.contains(v));
-        match candidates.as_slice() {
-            [(v, params)] => {
-                let k = self.size_vars.iter().position(|s| s == v)?;
-                Some(RowAxis {
-                    size: v.clone(),
-                    rows: self.full_sizes[k] as usize,
-                    params: params.clone(),
-                })
-            }
-            _ => None,
-        }
-    }
-
-    /// Evaluates from now on over the rows `rows` (indices into the full
-    /// data) of the parameters of `axis`, or over all rows with `None`.
-    pub fn select_rows(&mut self, axis: &RowAxis, rows: Option<&[usize]>) {
-        let k = self
-            .size_vars
-            .iter()
-            .position(|s| *s == axis.size)
-            .expect("the row axis is a size variable");
-        let data_names = self.names_of_data();
-        let data = self.inputs.iter_mut().filter_map(|i| match i {
-            Input::Data { value, flat } => Some((value, flat)),
-            Input::Fitted { .. } => None,
-        });
-        for (name, (value, flat)) in data_names.iter().zip(data) {
-            if !axis.params.contains(name) {
-                continue;
-            }
-            flat.clear();
-            let all = value.as_array().expect("a parameter with rows is an array");
-            match rows {
-                Some(rows) => rows.iter().for_each(|&r| all[r].flatten(flat)),
-                None => value.flatten(flat),
-            }
-        }
-        self.sizes[k] = rows.map_or(self.full_sizes[k], |r| r.len() as i64);
-        *self.last.lock().expect("cache") = None;
-    }
-
-    fn names_of_data(&self) -> Vec<Name> {
-        // Data parameters in order: the value parameters that are not fitted.
-        let sig = self.gradient.native().signature();
-        sig.params
-            .iter()
-            .filter(|(p, t)| t.is_some() && !self.names.contains(p))
-            .map(|(p, _)| p.clone())
-            .collect()
-    }
 }
 
-fn size_vars_of(ty: &Type, out: &mut BTreeSet<Name>) {
-    match ty {
-        Type::Array(elem, n) => {
-            out.extend(n.terms.keys().cloned());
-            size_vars_of(elem, out);
-        }
-        Type::Tuple(ts) => ts.iter().for_each(|t| size_vars_of(t, out)),
-        Type::Fun(ps, r) => {
-            ps.iter().for_each(|t| size_vars_of(t, out));
-            size_vars_of(r, out);
-        }
-        Type::Real | Type::Bool => {}
-    }
+/// The parameters of `function`, comma-separated.
+fn parameter_list(function: &Function) -> String {
+    let sig = function.signature();
+    let names: Vec<&str> = sig.params.iter().map(|(p, _)| &**p).collect();
+    names.join(", ")
 }
 
-fn check_scalar(function: &Function) -> Result<(), Error> {
-    let ret = &function.signature().ret;
-    if *ret != Type::Real {
+/// Checks that `function` returns a real and that `fitted` names at least
+/// one of its parameters, each a parameter that is not a size.
+fn check_fitted<'n>(
+    function: &Function,
+    fitted: impl Iterator<Item = &'n Name>,
+) -> Result<(), Error> {
+    let sig = function.signature();
+    if sig.ret != Type::Real {
         return Err(Error::NotScalar {
             function: function.name().to_string(),
-            ty: ret.to_string(),
+            ty: sig.ret.to_string(),
+        });
+    }
+    let mut any = false;
+    for f in fitted {
+        match sig.params.iter().find(|(p, _)| p == f) {
+            None => {
+                return Err(Error::UnknownParameter {
+                    name: f.to_string(),
+                    function: function.name().to_string(),
+                    params: parameter_list(function),
+                })
+            }
+            Some((_, None)) => return Err(Error::SizeParameter(f.to_string())),
+            Some(_) => any = true,
+        }
+    }
+    if !any {
+        return Err(Error::NothingToFit {
+            function: function.name().to_string(),
+            params: parameter_list(function),
         });
     }
     Ok(())

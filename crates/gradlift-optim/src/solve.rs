@@ -185,20 +185,19 @@ pub fn fit(
     })
 }
 
+/// The best point, the iterations, the evaluation counts and the stop
+/// reason of a finished run.
 type Finished = (Vec<f64>, u64, (u64, u64), String);
 
-/// The best point, the iterations, the evaluation counts and the stop
-/// reason of a finished argmin run.
-fn finish<S, H>(
-    run: Result<
-        argmin::core::OptimizationResult<
-            Borrowed<'_>,
-            S,
-            IterState<Vec<f64>, Vec<f64>, (), H, (), f64>,
-        >,
-        argmin::core::Error,
-    >,
-) -> Result<Finished, String> {
+/// The state of argmin's gradient-based solvers over `Vec<f64>`.
+type Iter<H> = IterState<Vec<f64>, Vec<f64>, (), H, (), f64>;
+
+/// What argmin's `Executor::run` returns for them.
+type Run<'a, S, H> =
+    Result<argmin::core::OptimizationResult<Borrowed<'a>, S, Iter<H>>, argmin::core::Error>;
+
+/// The outcome of a finished argmin run.
+fn finish<S, H>(run: Run<'_, S, H>) -> Result<Finished, String> {
     let result = run.map_err(|e| e.to_string())?;
     let state = result.state();
     let x = state
@@ -257,12 +256,8 @@ struct Recorder {
     progress: Progress,
 }
 
-impl<H> Observe<IterState<Vec<f64>, Vec<f64>, (), H, (), f64>> for Recorder {
-    fn observe_iter(
-        &mut self,
-        state: &IterState<Vec<f64>, Vec<f64>, (), H, (), f64>,
-        _kv: &KV,
-    ) -> Result<(), argmin::core::Error> {
+impl<H> Observe<Iter<H>> for Recorder {
+    fn observe_iter(&mut self, state: &Iter<H>, _kv: &KV) -> Result<(), argmin::core::Error> {
         let cost = state.get_cost();
         {
             let mut record = self.record.lock().expect("record");
