@@ -27,16 +27,16 @@ pub(crate) struct FitArgs {
     /// The most iterations.
     #[arg(long, value_name = "N", default_value_t = 1000)]
     iters: u64,
-    /// Adam's step size.
-    #[arg(long, value_name = "RATE", default_value_t = 0.01)]
-    lr: f64,
+    /// Adam's step size (default 0.01).
+    #[arg(long, value_name = "RATE")]
+    lr: Option<f64>,
     /// Adam on minibatches of N data rows (the rows counted by the size
     /// variable that is the outer length of the data arrays).
     #[arg(long, value_name = "N")]
     batch: Option<usize>,
-    /// Seed of Adam's minibatch sampler.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    /// Seed of Adam's minibatch sampler (default 1).
+    #[arg(long)]
+    seed: Option<u64>,
     /// Draw the loss per iteration to this file (.svg or .png).
     #[arg(long, value_name = "FILE")]
     plot: Option<PathBuf>,
@@ -104,13 +104,21 @@ pub(crate) fn run(a: FitArgs) -> Result<(), String> {
         None => None,
         Some(path) => Some(crate::plot::Format::of(path)?),
     };
-    if a.batch.is_some() && !matches!(a.method, FitMethod::Adam) {
-        return Err("error: --batch is for --method adam".to_string());
+    if !matches!(a.method, FitMethod::Adam) {
+        let adam_only = [
+            ("--batch", a.batch.is_some()),
+            ("--lr", a.lr.is_some()),
+            ("--seed", a.seed.is_some()),
+        ];
+        if let Some((flag, _)) = adam_only.iter().find(|(_, given)| *given) {
+            return Err(format!("error: {flag} is for --method adam"));
+        }
     }
-    if !(a.lr > 0.0 && a.lr.is_finite()) {
+    let defaults = AdamOptions::default();
+    let learning_rate = a.lr.unwrap_or(defaults.learning_rate);
+    if !(learning_rate > 0.0 && learning_rate.is_finite()) {
         return Err(format!(
-            "error: --lr must be a positive number, not {}",
-            a.lr
+            "error: --lr must be a positive number, not {learning_rate}"
         ));
     }
     let program = load(&a.target.file)?;
@@ -137,10 +145,10 @@ pub(crate) fn run(a: FitArgs) -> Result<(), String> {
     let options = FitOptions {
         max_iters: a.iters,
         adam: AdamOptions {
-            learning_rate: a.lr,
+            learning_rate,
             batch: a.batch,
-            seed: a.seed,
-            ..AdamOptions::default()
+            seed: a.seed.unwrap_or(defaults.seed),
+            ..defaults
         },
     };
     let x0 = loss.start();

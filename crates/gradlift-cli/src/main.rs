@@ -143,7 +143,9 @@ enum Command {
         "Examples:\n",
         "  gradlift fit examples/logistic_growth.grad --params 'rate=0.5, cap=30' --data @logistic.json\n",
         "  gradlift fit examples/logistic_growth.grad --params 'rate=0.5, cap=30' --data @logistic.json --method cg --plot loss.svg\n",
-        "  gradlift fit examples/logistic_regression.grad --params 'w=[0,0]' --data @classes.json --method adam --batch 32"
+        "  gradlift fit examples/logistic_regression.grad --params 'w=[0,0]' --method adam --batch 2 \\\n",
+        "      --data 'X=[[1,2],[-1,-2],[2,1],[-2,-1]], y=[1,-1,1,-1], lambda=0.01'\n",
+        "(logistic.json: cargo run --example fit_logistic -- --write-data logistic.json)"
     ))]
     Fit(fit::FitArgs),
 }

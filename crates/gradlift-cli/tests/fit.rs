@@ -213,7 +213,14 @@ fn bad_fit_input_is_a_clear_error() {
         &["--method", "adam", "--batch", "4"]
     )
     .contains("minibatches need data with rows"));
-    assert!(fit("rate=0.5, cap=30", OBS, &["--lr=0"]).contains("--lr must be a positive number"));
+    assert!(
+        fit("rate=0.5, cap=30", OBS, &["--method", "adam", "--lr=0"])
+            .contains("--lr must be a positive number")
+    );
+    assert_eq!(
+        fit("rate=0.5, cap=30", OBS, &["--lr", "0.1"]),
+        "error: --lr is for --method adam"
+    );
     // A loss that is not a real, and a size.
     let program = temp_path("bad.grad");
     std::fs::write(
