@@ -85,6 +85,24 @@ impl Observe<IterState<Vec<f64>, Vec<f64>, (), (), (), f64>> for Print {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let write_data = match args.as_slice() {
+        [] => None,
+        [flag, path] if flag == "--write-data" => Some(path.as_str()),
+        _ => return Err("usage: fit_logistic [--write-data FILE]".into()),
+    };
+    let [rate, cap] = fit_logistic(write_data)?;
+    if (rate - TRUE_RATE).abs() > 5e-4 || (cap - TRUE_CAP).abs() > 5e-2 {
+        return Err(format!("the fit missed the truth: rate {rate}, cap {cap}").into());
+    }
+    println!("recovered the truth (rate {TRUE_RATE}, cap {TRUE_CAP}) to three digits");
+    Ok(())
+}
+
+/// Generates the observations (and writes them to `write_data`), prints
+/// the gradient beside finite differences, fits, and returns the fitted
+/// rate and capacity.
+fn fit_logistic(write_data: Option<&str>) -> Result<[f64; 2], Box<dyn std::error::Error>> {
     let program = Program::parse(
         "examples/logistic_growth.grad",
         include_str!("logistic_growth.grad"),
@@ -101,17 +119,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             obs.push(p);
         }
     }
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        match (flag.as_str(), args.next()) {
-            ("--write-data", Some(path)) => {
-                std::fs::write(&path, serde_json::json!({ "obs": obs }).to_string() + "\n")?;
-                println!("wrote the observations to {path}");
-            }
-            _ => {
-                return Err(format!("usage: fit_logistic [--write-data FILE], not `{flag}`").into())
-            }
-        }
+    if let Some(path) = write_data {
+        std::fs::write(path, serde_json::json!({ "obs": obs }).to_string() + "\n")?;
+        println!("wrote the observations to {path}");
     }
     let problem = LogisticFit {
         loss: loss.compile(&jit)?,
@@ -159,10 +169,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .get_termination_reason()
             .map_or("stopped", |r| r.text())
     );
-    let (rate, cap) = (best[0], best[1]);
-    if (rate - TRUE_RATE).abs() > 5e-4 || (cap - TRUE_CAP).abs() > 5e-2 {
-        return Err(format!("the fit missed the truth: rate {rate}, cap {cap}").into());
-    }
-    println!("recovered the truth (rate {TRUE_RATE}, cap {TRUE_CAP}) to three digits");
-    Ok(())
+    Ok([best[0], best[1]])
+}
+
+#[test]
+fn recovers_the_truth() {
+    let [rate, cap] = fit_logistic(None).unwrap();
+    assert!((rate - TRUE_RATE).abs() < 1e-6, "rate {rate}");
+    assert!((cap - TRUE_CAP).abs() < 1e-4, "cap {cap}");
 }
