@@ -89,6 +89,30 @@ fn every_method_recovers_the_logistic_growth_parameters() {
 }
 
 #[test]
+fn parameters_and_data_from_json_files() {
+    let start = temp_path("start.json");
+    std::fs::write(&start, r#"{"cap": 30, "rate": 0.5}"#).unwrap();
+    let data = temp_path("obs.json");
+    std::fs::write(&data, format!("{{\"obs\": {}}}", &OBS[4..])).unwrap();
+    let r = json(&[
+        "fit",
+        GROWTH,
+        "--params",
+        &format!("@{}", start.display()),
+        "--data",
+        &format!("@{}", data.display()),
+        "--json",
+    ]);
+    assert!(
+        (r["params"]["rate"].as_f64().unwrap() - 0.9).abs() < 1e-6,
+        "{r}"
+    );
+    // Parameters come out in the function's order, whatever the input's.
+    let names: Vec<&String> = r["params"].as_object().unwrap().keys().collect();
+    assert_eq!(names, ["rate", "cap"]);
+}
+
+#[test]
 fn the_table_and_the_plots() {
     let svg = temp_path("loss.svg");
     let png = temp_path("loss.png");
