@@ -137,7 +137,7 @@ pub enum Error {
     #[error("the optimizer failed: {0}")]
     Solver(String),
     /// Minibatches of a loss whose data has no row axis.
-    #[error("minibatches need data with rows: a size variable that is the outer length of some data parameters (`X: [[R; d]; m], y: [R; m]`) and of nothing fitted")]
+    #[error("minibatches need data with rows: exactly one size variable that is the outer length of some data parameters (`X: [[R; d]; m], y: [R; m]`) and of nothing fitted")]
     NoRows,
     /// A minibatch size out of range.
     #[error("a minibatch of {batch} rows: the data has {rows} rows (`{size}`), so the batch must be between 1 and {rows}")]

@@ -29,16 +29,16 @@ impl Loss {
     /// size parameter.
     pub fn row_axis(&self) -> Option<RowAxis> {
         let sig = self.gradient.native().signature();
-        let mut fitted_vars = BTreeSet::new();
+        let mut excluded = BTreeSet::new();
         let mut candidates: Vec<(Name, Vec<Name>)> = Vec::new();
         let mut inner_vars = BTreeSet::new();
         for (p, ty) in &sig.params {
             let Some(ty) = ty else {
-                fitted_vars.insert(p.clone());
+                excluded.insert(p.clone());
                 continue;
             };
             if self.names.contains(p) {
-                size_vars_of(ty, &mut fitted_vars);
+                size_vars_of(ty, &mut excluded);
                 continue;
             }
             match ty {
@@ -57,7 +57,7 @@ impl Loss {
                 other => size_vars_of(other, &mut inner_vars),
             }
         }
-        candidates.retain(|(v, _)| !fitted_vars.contains(v) && !inner_vars.contains(v));
+        candidates.retain(|(v, _)| !excluded.contains(v) && !inner_vars.contains(v));
         match candidates.as_slice() {
             [(v, params)] => {
                 let k = self.size_vars.iter().position(|s| s == v)?;
