@@ -6,6 +6,9 @@ use gradlift::{Args, Construction, Function, GradOptions, Name, Program, Route};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod fit;
+mod plot;
+
 const ARGS_HELP: &str =
     "ARGS names every parameter: 'x=1.5, A=[1,2,3], p=(1,2), M=[[1,2],[3,4]], s=100' \
 (numbers may be inf, -inf, nan), or @file.json for a JSON object from parameter names to values \
@@ -128,6 +131,25 @@ enum Command {
         after_help = "Example:\n  gradlift hessian examples/example_1_1.grad --at 'x1=2, x2=3, x3=5'"
     )]
     Hessian(Run),
+    /// Minimize a loss over some of its parameters.
+    ///
+    /// --params names the parameters to fit with their starting values
+    /// (the syntax of --at); --data gives every other parameter. Runs
+    /// argmin's L-BFGS, BFGS, nonlinear conjugate gradient or steepest
+    /// descent (each with its line search), or Adam, on the native
+    /// gradient; shows a progress bar on a terminal; prints the fitted
+    /// parameters, the loss, the gradient norm and the iterations, or with
+    /// --json one object {"params": {…}, "loss": l, "iters": n,
+    /// "grad_norm": g}. --plot draws the loss per iteration (SVG or PNG).
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  gradlift fit examples/logistic_growth.grad --params 'rate=0.5, cap=30' --data @logistic.json\n",
+        "  gradlift fit examples/logistic_growth.grad --params 'rate=0.5, cap=30' --data @logistic.json --method cg --plot loss.svg\n",
+        "  gradlift fit examples/logistic_regression.grad --params 'w=[0,0]' --method adam --batch 2 \\\n",
+        "      --data 'X=[[1,2],[-1,-2],[2,1],[-2,-1]], y=[1,-1,1,-1], lambda=0.01'\n",
+        "(logistic.json: cargo run --example fit_logistic -- --write-data logistic.json)"
+    ))]
+    Fit(fit::FitArgs),
 }
 
 /// What every command that runs a function takes.
@@ -308,6 +330,7 @@ fn main() -> ExitCode {
         Command::Jvp(a) => jvp(a),
         Command::Hvp(a) => hvp(a),
         Command::Hessian(a) => hessian(a),
+        Command::Fit(a) => fit::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
