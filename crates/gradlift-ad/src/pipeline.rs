@@ -16,7 +16,7 @@
 use crate::direct::{self, AdError, Construction, Route};
 use crate::inline::{inline, Closed};
 use crate::reverse_unf::{reverse_unf, TargetUnf};
-use crate::simplify::{is_first_order, simplify, Options as SimplifyOptions};
+use crate::simplify::{is_first_order, simplify_avoiding, Options as SimplifyOptions};
 use crate::unf::{unf, Unf};
 use crate::unf_inverse;
 use gradlift_lang::syntax::*;
@@ -130,7 +130,7 @@ pub fn gradient(
         }
     }
     if options.optimize {
-        g.term = simplify(&g.term, &SimplifyOptions::default())?;
+        g.term = simplify_avoiding(&g.term, &SimplifyOptions::default(), &g.closed.size_vars)?;
         if cfg!(debug_assertions) {
             if let Err(e) = verify(&g).and_then(|()| is_first_order(&g.term).map_err(|(_, m)| m)) {
                 panic!(
@@ -194,7 +194,7 @@ pub fn verify(g: &Gradient) -> Result<(), String> {
 pub fn jvp_program(module: &CheckedModule, index: usize) -> Result<Closed, AdError> {
     let closed = inline(module, index);
     let mut j = crate::forward::jvp(&closed)?;
-    j.body = simplify(&j.body, &SimplifyOptions::default())?;
+    j.body = simplify_avoiding(&j.body, &SimplifyOptions::default(), &j.size_vars)?;
     verify_closed(&j);
     Ok(j)
 }
@@ -245,7 +245,7 @@ pub fn hvp_program(
         body: g.term,
     };
     let mut h = crate::forward::jvp(&program)?;
-    h.body = simplify(&h.body, &SimplifyOptions::default())?;
+    h.body = simplify_avoiding(&h.body, &SimplifyOptions::default(), &h.size_vars)?;
     verify_closed(&h);
     Ok(h)
 }

@@ -47,7 +47,7 @@ impl Deriver {
             }
             (ArrayOp::Reduce | ArrayOp::Foldl(_), None) => {
                 let unit = self.constant_value(&args[0].0);
-                self.monoid_backward(sw, params, body, args, &unit, z)
+                self.monoid_backward(sw, params, body, args, &unit, out, z)
             }
             (ArrayOp::Reduce | ArrayOp::Foldl(_), Some(states)) => {
                 self.fold_backward(sw, params, body, args, &states, ty, z)
