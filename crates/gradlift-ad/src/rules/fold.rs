@@ -94,6 +94,7 @@ impl Deriver {
         lambda(vec![pvar(&a), pvar(&b)], mul(var(&a), var(&b)))
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn monoid_backward(
         &mut self,
         sw: &mut Sweep,
