@@ -16,6 +16,8 @@ use cranelift_codegen::Context;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
+use cranelift_object::{ObjectBuilder, ObjectModule};
+use crate::annotate::Labels;
 use gradlift_ad::inline::Closed;
 use gradlift_lang::types::Signature;
 use gradlift_lang::value::bind_sizes;
@@ -25,10 +27,13 @@ use std::sync::{Arc, Mutex};
 /// The largest workspace [`Compiled::call`] grows to, in bytes (4 GiB).
 pub const MAX_WORKSPACE: usize = 1 << 32;
 
-/// A compiler to native code for the host.
+/// A compiler to native code: for the host (it runs what it compiles), or,
+/// from [`Jit::for_target`], for another target (it prints and writes
+/// object files only).
 pub struct Jit {
     isa: OwnedTargetIsa,
     verify: bool,
+    host: bool,
 }
 
 impl Jit {
@@ -49,7 +54,44 @@ impl Jit {
         Ok(Jit {
             isa,
             verify: cfg!(debug_assertions),
+            host: true,
         })
+    }
+
+    /// A compiler for the target `triple` (`aarch64-unknown-linux-gnu`,
+    /// `x86_64-unknown-linux-gnu`, …) with its baseline features, at
+    /// `opt_level=speed`, position-independent: for [`Jit::object`],
+    /// [`Jit::clif`] and [`Jit::asm`]. [`Jit::compile`] refuses it, even
+    /// for the host's triple.
+    pub fn for_target(triple: &str) -> Result<Jit, JitError> {
+        let triple: target_lexicon::Triple = triple
+            .parse()
+            .map_err(|e| JitError::Codegen(format!("target `{triple}`: {e}")))?;
+        let mut flags = settings::builder();
+        let set = |f: &mut settings::Builder, k: &str, v: &str| {
+            f.set(k, v).map_err(|e| JitError::Codegen(e.to_string()))
+        };
+        set(&mut flags, "opt_level", "speed")?;
+        set(&mut flags, "is_pic", "true")?;
+        let isa = cranelift_codegen::isa::lookup(triple.clone())
+            .map_err(|e| JitError::Codegen(format!("target `{triple}`: {e}")))?
+            .finish(settings::Flags::new(flags))
+            .map_err(|e| JitError::Codegen(e.to_string()))?;
+        Ok(Jit {
+            isa,
+            verify: cfg!(debug_assertions),
+            host: false,
+        })
+    }
+
+    /// The triple of the machine this runs on.
+    pub fn host_triple() -> String {
+        target_lexicon::Triple::host().to_string()
+    }
+
+    /// The target triple code is generated for.
+    pub fn triple(&self) -> String {
+        self.isa.triple().to_string()
     }
 
     /// Runs (or not) Cranelift's verifier on every function compiled.
@@ -58,11 +100,66 @@ impl Jit {
         self
     }
 
-    /// The Cranelift IR of `closed` (verified when verification is on).
+    /// The Cranelift IR of `closed` as it is handed to Cranelift (verified
+    /// when verification is on), with the source term each group of
+    /// instructions comes from as a `;` comment above it.
     pub fn clif(&self, closed: &Closed) -> Result<String, JitError> {
-        let mut module = self.module();
-        let ctx = self.lower(&mut module, closed)?;
-        Ok(ctx.func.display().to_string())
+        let mut module = self.object_module()?;
+        let (ctx, labels) = self.lower(&mut module, closed, true, true)?;
+        let labels = labels.unwrap_or_default();
+        Ok(format!(
+            "; {}: {}\n{}",
+            closed.name,
+            self.triple(),
+            crate::annotate::write_annotated(&ctx.func, &labels)
+        ))
+    }
+
+    /// The machine code of `closed`, disassembled by Cranelift after
+    /// register allocation (its own printer of the instructions it emits).
+    pub fn asm(&self, closed: &Closed) -> Result<String, JitError> {
+        let mut module = self.object_module()?;
+        let (mut ctx, _) = self.lower(&mut module, closed, false, true)?;
+        ctx.set_disasm(true);
+        let code = ctx
+            .compile(&*self.isa, &mut Default::default())
+            .map_err(|e| JitError::Codegen(format!("{:?}", e.inner)))?;
+        let text = code.vcode.clone().unwrap_or_default();
+        let bytes = code.code_buffer().len();
+        Ok(format!(
+            "; {}: {}, {bytes} bytes of code\n{text}",
+            closed.name,
+            self.triple()
+        ))
+    }
+
+    /// A relocatable object file (ELF on Linux targets) defining each of
+    /// `functions` as an exported symbol of its name with the ABI of
+    /// `docs/abi.md`. The transcendental functions are imported as the C
+    /// library's `sin`, `cos`, `tan`, `exp`, `log`, `tanh`, `pow` (link
+    /// with `-lm`).
+    pub fn object(&self, functions: &[&Closed]) -> Result<Vec<u8>, JitError> {
+        let mut module = self.object_module()?;
+        for closed in functions {
+            let (mut ctx, _) = self.lower(&mut module, closed, false, true)?;
+            let id = module
+                .declare_function(&closed.name, Linkage::Export, &ctx.func.signature)
+                .map_err(|e| JitError::Codegen(e.to_string()))?;
+            module
+                .define_function(id, &mut ctx)
+                .map_err(|e| JitError::Codegen(format!("{e:?}")))?;
+        }
+        module
+            .finish()
+            .emit()
+            .map_err(|e| JitError::Codegen(e.to_string()))
+    }
+
+    /// A module writing an object file, whose imports are C symbols.
+    fn object_module(&self) -> Result<ObjectModule, JitError> {
+        let builder = ObjectBuilder::new(self.isa.clone(), "gradlift", default_libcall_names())
+            .map_err(|e| JitError::Codegen(e.to_string()))?;
+        Ok(ObjectModule::new(builder))
     }
 
     fn module(&self) -> JITModule {
@@ -74,7 +171,16 @@ impl Jit {
         JITModule::new(builder)
     }
 
-    fn lower(&self, module: &mut JITModule, closed: &Closed) -> Result<Context, JitError> {
+    /// Lowers `closed` into a context of `module` (with the labels of its
+    /// terms when `labels`). The libm functions are imported by the names
+    /// `module` resolves: the JIT's shims, or (`c_names`) the C library's.
+    fn lower<M: Module>(
+        &self,
+        module: &mut M,
+        closed: &Closed,
+        labels: bool,
+        c_names: bool,
+    ) -> Result<(Context, Option<Labels>), JitError> {
         let closed = &crate::eta::expand(closed);
         let mut ctx = module.make_context();
         let ptr = types::I64;
@@ -87,7 +193,8 @@ impl Jit {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
         let mut libm = Vec::new();
         for f in Libm::ALL {
-            let (name, arity, _) = f.symbol();
+            let (shim, arity, _) = f.symbol();
+            let name = if c_names { f.c_name() } else { shim };
             let mut sig = module.make_signature();
             for _ in 0..arity {
                 sig.params.push(AbiParam::new(types::F64));
@@ -98,19 +205,25 @@ impl Jit {
                 .map_err(|e| JitError::Codegen(e.to_string()))?;
             libm.push(module.declare_func_in_func(id, b.func));
         }
-        lower_function(&mut b, closed, libm)?;
+        let labels = lower_function(&mut b, closed, libm, labels)?;
         b.finalize(module.target_config());
         if self.verify {
             cranelift_codegen::verify_function(&ctx.func, self.isa.flags())
                 .map_err(|e| JitError::Verifier(e.to_string()))?;
         }
-        Ok(ctx)
+        Ok((ctx, labels))
     }
 
     /// Compiles `closed` to native code.
     pub fn compile(&self, closed: &Closed) -> Result<Compiled, JitError> {
+        if !self.host {
+            return Err(JitError::Codegen(format!(
+                "code for `{}` cannot run in this process: write an object file instead",
+                self.triple()
+            )));
+        }
         let mut module = self.module();
-        let mut ctx = self.lower(&mut module, closed)?;
+        let (mut ctx, _) = self.lower(&mut module, closed, false, false)?;
         let id = module
             .declare_function(&closed.name, Linkage::Export, &ctx.func.signature)
             .map_err(|e| JitError::Codegen(e.to_string()))?;

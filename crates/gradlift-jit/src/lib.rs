@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod abi;
+mod annotate;
 mod arrays;
 mod eta;
 mod jit;

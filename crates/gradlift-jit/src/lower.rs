@@ -15,6 +15,7 @@
 //! named [`JitError::Unsupported`], never a panic.
 
 use crate::abi::{Status, MAX_LEN};
+use crate::annotate::{one_line, Labels};
 use crate::prims::{lower_prim, Libm, REAL};
 use crate::values::{load, ArrayVal, Shape, Values};
 use crate::JitError;
@@ -45,6 +46,9 @@ pub(crate) struct Translator<'a, 'f> {
     pub fail: Block,
     /// The imported shims, by [`Libm`] order.
     pub libm: Vec<FuncRef>,
+    /// Labels of the terms instructions come from, when asked for
+    /// (`annotate.rs`).
+    pub labels: Option<Labels>,
 }
 
 pub(crate) fn unsupported<T>(what: impl Into<String>) -> Result<T, JitError> {
@@ -52,12 +56,14 @@ pub(crate) fn unsupported<T>(what: impl Into<String>) -> Result<T, JitError> {
 }
 
 /// Lowers `closed` into the function `b` builds (its signature already set
-/// to the ABI's, `libm` imported into it).
+/// to the ABI's, `libm` imported into it). With `labels`, instructions are
+/// tagged with the terms they come from, whose labels are returned.
 pub(crate) fn lower_function(
     b: &mut FunctionBuilder,
     closed: &Closed,
     libm: Vec<FuncRef>,
-) -> Result<(), JitError> {
+    labels: bool,
+) -> Result<Option<Labels>, JitError> {
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
@@ -67,6 +73,10 @@ pub(crate) fn lower_function(
     );
     let fail = b.create_block();
     b.set_cold_block(fail);
+    let mut labels = labels.then(Labels::default);
+    if let Some(labels) = &mut labels {
+        b.set_srcloc(labels.add("the workspace's bounds".to_string()));
+    }
     let top = b.declare_var(types::I64);
     b.def_var(top, ws);
     let zero = b.ins().iconst(types::I64, 0);
@@ -82,8 +92,10 @@ pub(crate) fn lower_function(
         end,
         fail,
         libm,
+        labels,
     };
     for (k, name) in closed.size_vars.iter().enumerate() {
+        t.label(|| format!("size `{name}` (args[{k}])"));
         let v =
             t.b.ins()
                 .load(types::I64, crate::values::mem(), args, 8 * k as i32);
@@ -94,6 +106,7 @@ pub(crate) fn lower_function(
     let mut word = closed.size_vars.len() as i32;
     for (name, ty) in &closed.params {
         let Some(ty) = ty else { continue };
+        t.label(|| format!("parameter `{name}: {ty}` (args[{word}])"));
         let ptr =
             t.b.ins()
                 .load(types::I64, crate::values::mem(), args, 8 * word);
@@ -104,7 +117,9 @@ pub(crate) fn lower_function(
         t.env.insert(name.clone(), v);
         t.typer.push(name.clone(), ty.clone());
     }
+    t.label(|| one_line(&closed.body));
     let result = t.lower(&closed.body)?;
+    t.label(|| format!("the result `{}` to out", closed.ret));
     let Some(shape) = result.shape() else {
         return unsupported("a condition as the result");
     };
@@ -118,15 +133,42 @@ pub(crate) fn lower_function(
     let ok = t.b.ins().iconst(types::I64, Status::Ok as i64);
     t.b.ins().return_(&[ok]);
     t.b.switch_to_block(fail);
+    t.label(|| "failure: *info = detail, return the status".to_string());
     let status = t.b.append_block_param(fail, types::I64);
     let detail = t.b.append_block_param(fail, types::I64);
     t.b.ins().store(crate::values::mem(), detail, info, 0);
     t.b.ins().return_(&[status]);
     t.b.seal_all_blocks();
-    Ok(())
+    Ok(t.labels)
 }
 
 impl Translator<'_, '_> {
+    /// Tags the instructions built from now on with a new label (when
+    /// labels are asked for).
+    pub fn label(&mut self, text: impl FnOnce() -> String) {
+        if let Some(labels) = &mut self.labels {
+            let loc = labels.add(text());
+            self.b.set_srcloc(loc);
+        }
+    }
+
+    /// Runs `f` with its instructions tagged with a new label, then goes
+    /// back to the current one.
+    pub fn labelled<T>(
+        &mut self,
+        text: impl FnOnce() -> String,
+        f: impl FnOnce(&mut Self) -> T,
+    ) -> T {
+        if self.labels.is_none() {
+            return f(self);
+        }
+        let outer = self.b.srcloc();
+        self.label(text);
+        let r = f(self);
+        self.b.set_srcloc(outer);
+        r
+    }
+
     /// Continues if `ok` (an `i8`) is set; otherwise fails with `status`.
     pub fn check(&mut self, ok: Value, status: Status, info: Value) {
         let cont = self.b.create_block();
@@ -270,7 +312,12 @@ impl Translator<'_, '_> {
 
     /// Lowers a term to its values.
     pub fn lower(&mut self, e: &Expr) -> Result<Values, JitError> {
-        guard(|| self.lower_inner(e))
+        match e.kind {
+            ExprKind::ArrayOp(..) | ExprKind::If(..) if self.labels.is_some() => {
+                self.labelled(|| one_line(e), |t| guard(|| t.lower_inner(e)))
+            }
+            _ => guard(|| self.lower_inner(e)),
+        }
     }
 
     fn lower_inner(&mut self, e: &Expr) -> Result<Values, JitError> {
@@ -314,11 +361,14 @@ impl Translator<'_, '_> {
                         Some(t) => t.clone(),
                         None => self.type_of(value)?,
                     };
-                    let v = self.lower(value)?;
+                    let v = self.labelled(
+                        || one_line(&format_args!("let {pat} = {value}")),
+                        |t| guard(|| t.lower_inner(value)),
+                    )?;
                     self.bind(pat, v, &t)?;
                     cur = body;
                 }
-                self.lower(cur)
+                self.labelled(|| one_line(cur), |t| t.lower(cur))
             }
             ExprKind::Tuple(es) => Ok(Values::Tuple(
                 es.iter().map(|x| self.lower(x)).collect::<Result<_, _>>()?,
