@@ -5,7 +5,7 @@
 //! more) and converts the result back.
 
 use crate::abi::{RawFn, Status};
-use crate::layout::{flat_len, flatten_into, unflatten};
+use crate::layout::{flat_len, flatten_into};
 use crate::lower::lower_function;
 use crate::prims::Libm;
 use crate::{CallError, JitError};
@@ -270,6 +270,7 @@ impl Drop for CodeOwner {
 #[derive(Default)]
 struct Workspace {
     memory: Vec<u64>,
+    sizes: Vec<Option<i64>>,
     words: Vec<i64>,
     inputs: Vec<Vec<f64>>,
     out: Vec<f64>,
@@ -300,11 +301,44 @@ impl Compiled {
     }
 
     /// Calls the function on values (a size parameter as a whole real).
+    /// Allocates the result; [`Compiled::call_into`] reuses one.
     pub fn call(&self, args: &[Value]) -> Result<Value, CallError> {
-        let sizes =
-            bind_sizes(&self.name, &self.sig, args).map_err(|e| CallError::Arguments(e.0))?;
-        let size_values: Vec<i64> = self.sig.size_vars.iter().map(|v| sizes[v]).collect();
+        let mut out = Value::Real(0.0);
+        self.call_into(args, &mut out)?;
+        Ok(out)
+    }
+
+    /// Calls the function on values and writes the result into `out`.
+    /// When `out` already has the result's shape and does not share its
+    /// arrays and tuples (the result of an earlier call at the same sizes,
+    /// say), it is overwritten in place: once warm, such a call allocates
+    /// nothing on the heap. Otherwise `out` is replaced by a new value.
+    pub fn call_into(&self, args: &[Value], out: &mut Value) -> Result<(), CallError> {
         let mut ws = self.take_workspace();
+        let r = self.call_values(&mut ws, args, out);
+        self.pool.lock().expect("pool").push(ws);
+        r
+    }
+
+    fn call_values(
+        &self,
+        ws: &mut Workspace,
+        args: &[Value],
+        out: &mut Value,
+    ) -> Result<(), CallError> {
+        let vars = &self.sig.size_vars;
+        let mut sizes = std::mem::take(&mut ws.sizes);
+        if !crate::bind::bind(&self.sig, args, &mut sizes) {
+            // The general solver, which also explains a mismatch.
+            let bound = bind_sizes(&self.name, &self.sig, args)
+                .map_err(|e| CallError::Arguments(e.0))?;
+            sizes.clear();
+            sizes.extend(vars.iter().map(|v| Some(bound[v])));
+        }
+        let mut words = std::mem::take(&mut ws.words);
+        words.clear();
+        words.extend(sizes.iter().map(|s| s.unwrap_or(0)));
+        ws.sizes = sizes;
         let values = self
             .sig
             .params
@@ -316,20 +350,24 @@ impl Compiled {
             buf.clear();
             flatten_into(v, buf);
         }
-        let n = flat_len(&self.sig.ret, &self.sig.size_vars, &size_values)
-            .ok_or(CallError::Status(Status::SizeOverflow))?;
-        let mut out = std::mem::take(&mut ws.out);
-        out.clear();
-        out.resize(n, 0.0);
-        let inputs = std::mem::take(&mut ws.inputs);
-        let slices: Vec<&[f64]> = inputs.iter().map(|v| v.as_slice()).collect();
-        let r = self.run(&mut ws, &size_values, &slices, &mut out);
-        drop(slices);
-        let value = r.map(|()| unflatten(&self.sig.ret, &self.sig.size_vars, &size_values, &out));
-        ws.inputs = inputs;
-        ws.out = out;
-        self.pool.lock().expect("pool").push(ws);
-        value
+        let n_sizes = words.len();
+        let r = self.check_sizes(&words).and_then(|()| {
+            flat_len(&self.sig.ret, vars, &words).ok_or(CallError::Status(Status::SizeOverflow))
+        });
+        words.extend(ws.inputs.iter().map(|d| d.as_ptr() as i64));
+        ws.words = words;
+        let n = r?;
+        let mut data = std::mem::take(&mut ws.out);
+        data.clear();
+        data.resize(n, 0.0);
+        let r = self.execute(ws, &mut data);
+        if r.is_ok() {
+            let mut at = 0;
+            let sizes = &ws.words[..n_sizes];
+            crate::bind::fill(out, &self.sig.ret, vars, sizes, &data, &mut at);
+        }
+        ws.out = data;
+        r
     }
 
     /// Calls the function on flat data: `sizes` gives every size variable,
@@ -360,22 +398,7 @@ impl Compiled {
         out: &mut [f64],
     ) -> Result<(), CallError> {
         let vars = &self.sig.size_vars;
-        if sizes.len() != vars.len() {
-            return Err(CallError::Arguments(format!(
-                "{} sizes given, {} expected",
-                sizes.len(),
-                vars.len()
-            )));
-        }
-        if let Some(k) = sizes
-            .iter()
-            .position(|&s| !(0..=crate::abi::MAX_LEN).contains(&s))
-        {
-            return Err(CallError::Arguments(format!(
-                "size `{}` is {}",
-                vars[k], sizes[k]
-            )));
-        }
+        self.check_sizes(sizes)?;
         let params = || {
             self.sig
                 .params
@@ -401,6 +424,35 @@ impl Compiled {
         ws.words.clear();
         ws.words.extend_from_slice(sizes);
         ws.words.extend(inputs.iter().map(|d| d.as_ptr() as i64));
+        self.execute(ws, out)
+    }
+
+    /// One value per size variable, each in `0 ..= 2⁴⁰`.
+    fn check_sizes(&self, sizes: &[i64]) -> Result<(), CallError> {
+        let vars = &self.sig.size_vars;
+        if sizes.len() != vars.len() {
+            return Err(CallError::Arguments(format!(
+                "{} sizes given, {} expected",
+                sizes.len(),
+                vars.len()
+            )));
+        }
+        if let Some(k) = sizes
+            .iter()
+            .position(|&s| !(0..=crate::abi::MAX_LEN).contains(&s))
+        {
+            return Err(CallError::Arguments(format!(
+                "size `{}` is {}",
+                vars[k], sizes[k]
+            )));
+        }
+        Ok(())
+    }
+
+    /// Runs the code on the argument words in `ws.words` (sizes, then
+    /// pointers to data of the checked lengths), growing the workspace
+    /// and calling again while the code asks for more.
+    fn execute(&self, ws: &mut Workspace, out: &mut [f64]) -> Result<(), CallError> {
         loop {
             let mut info = 0i64;
             // SAFETY: the buffers have the lengths the ABI requires (checked

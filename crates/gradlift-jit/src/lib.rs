@@ -18,6 +18,7 @@
 
 pub mod abi;
 mod annotate;
+mod bind;
 mod arrays;
 mod eta;
 mod jit;
