@@ -4,7 +4,7 @@
 //! simplify, lower, JIT). The function is the file's last definition.
 //!
 //! `cargo bench --bench compile`; medians are in
-//! `target/criterion/compile/<example>/<function|gradient>/new/estimates.json`.
+//! `target/criterion/compile/<example>_<function|gradient>/new/estimates.json`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use gradlift::{GradOptions, Jit, Program};
