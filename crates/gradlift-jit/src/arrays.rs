@@ -120,8 +120,9 @@ impl Translator<'_, '_> {
 
     /// New workspace memory for `n` elements of `shape`: (pointer, stride).
     fn alloc_array(&mut self, n: Value, shape: &Shape) -> Result<(Value, Value), JitError> {
-        let stride = self.bytes(shape)?;
-        let total = self.mul_checked(n, stride);
+        let stride = self.bytes_deferred(shape)?;
+        let total = self.mul_deferred(n, stride);
+        self.flush_overflow();
         Ok((self.alloc(total), stride))
     }
 

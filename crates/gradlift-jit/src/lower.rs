@@ -54,6 +54,11 @@ pub(crate) struct Translator<'a, 'f> {
     /// What the code has established at the current point and may reuse:
     /// see [`Known`].
     pub known: Known,
+    /// Overflow checks of byte-count arithmetic not branched on yet: the
+    /// conjunction of their conditions. The arithmetic is pure (it cannot
+    /// trap or touch memory), so a run of it is checked by one branch,
+    /// emitted before its result is used ([`Translator::flush_overflow`]).
+    pub overflow: Option<Value>,
 }
 
 /// Facts established by code that dominates the current point: sizes
@@ -115,6 +120,7 @@ pub(crate) fn lower_function(
         libm,
         labels,
         known: Known::default(),
+        overflow: None,
     };
     for (k, name) in closed.size_vars.iter().enumerate() {
         t.label(|| format!("size `{name}` (args[{k}])"));
@@ -248,8 +254,26 @@ impl Translator<'_, '_> {
         self.check(ok, Status::BadSize, info);
     }
 
-    /// `a · b` for `a, b ≥ 0`, failing with `SizeOverflow` past 2⁶³.
-    pub fn mul_checked(&mut self, a: Value, b: Value) -> Value {
+    /// Adds `ok` to the pending overflow checks.
+    fn defer_overflow(&mut self, ok: Value) {
+        self.overflow = Some(match self.overflow {
+            None => ok,
+            Some(all) => self.b.ins().band(all, ok),
+        });
+    }
+
+    /// Branches to the failure block (`SizeOverflow`) unless every pending
+    /// overflow check holds.
+    pub fn flush_overflow(&mut self) {
+        if let Some(ok) = self.overflow.take() {
+            let zero = self.iconst(0);
+            self.check(ok, Status::SizeOverflow, zero);
+        }
+    }
+
+    /// `a · b` for `a, b ≥ 0`, failing with `SizeOverflow` past 2⁶³ once
+    /// the pending checks are flushed.
+    pub fn mul_deferred(&mut self, a: Value, b: Value) -> Value {
         if let (Some(x), Some(y)) = (self.constant(a), self.constant(b)) {
             if let Some(p) = x.checked_mul(y).filter(|p| *p >= 0 && x >= 0) {
                 return self.iconst(p);
@@ -272,19 +296,25 @@ impl Translator<'_, '_> {
             .ins()
             .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, low, 0);
         let ok = self.b.ins().band(high_zero, low_fits);
-        let zero = self.iconst(0);
-        self.check(ok, Status::SizeOverflow, zero);
+        self.defer_overflow(ok);
         low
     }
 
     /// Bytes one element of `shape` takes, overflow checked.
     pub fn bytes(&mut self, shape: &Shape) -> Result<Value, JitError> {
+        let v = self.bytes_deferred(shape)?;
+        self.flush_overflow();
+        Ok(v)
+    }
+
+    /// [`Translator::bytes`] with its overflow checks pending.
+    pub fn bytes_deferred(&mut self, shape: &Shape) -> Result<Value, JitError> {
         Ok(match shape {
             Shape::Real => self.iconst(8),
             Shape::Tuple(ss) => {
                 let mut total = self.iconst(0);
                 for s in ss {
-                    let k = self.bytes(s)?;
+                    let k = self.bytes_deferred(s)?;
                     // Each part is below 2⁶³, so the sum fits in 64 bits unsigned.
                     if let (Some(x), Some(y)) = (self.constant(total), self.constant(k)) {
                         if let Some(sum) = x.checked_add(y) {
@@ -297,14 +327,13 @@ impl Translator<'_, '_> {
                         .b
                         .ins()
                         .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, total, 0);
-                    let zero = self.iconst(0);
-                    self.check(ok, Status::SizeOverflow, zero);
+                    self.defer_overflow(ok);
                 }
                 total
             }
             Shape::Array(len, elem) => {
-                let k = self.bytes(elem)?;
-                self.mul_checked(*len, k)
+                let k = self.bytes_deferred(elem)?;
+                self.mul_deferred(*len, k)
             }
         })
     }
