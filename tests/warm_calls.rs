@@ -71,7 +71,11 @@ fn warm_gradient_calls_on_values_do_not_allocate() {
                 );
             }
         });
-        assert_eq!(n, 0, "{file} at {}: heap allocations in 20 warm calls", case["at"]);
+        assert_eq!(
+            n, 0,
+            "{file} at {}: heap allocations in 20 warm calls",
+            case["at"]
+        );
         let Value::Tuple(parts) = &out else {
             panic!("{out}")
         };
@@ -89,11 +93,8 @@ fn warm_gradient_calls_on_values_do_not_allocate() {
 
 #[test]
 fn warm_function_calls_on_values_do_not_allocate() {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/ode.grad"
-    ))
-    .unwrap();
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/ode.grad")).unwrap();
     let program = Program::parse("ode.grad", &text).unwrap();
     let f = program.function("primal").unwrap();
     let n = f.signature().params.len();

@@ -450,7 +450,7 @@ fn emit(a: EmitArgs) -> Result<(), String> {
             .map_err(|e| format!("error: {e}"))
     };
     if let Some(path) = &a.object {
-        let triple = a.triple.clone().unwrap_or_else(|| gradlift::Jit::host_triple());
+        let triple = a.triple.clone().unwrap_or_else(gradlift::Jit::host_triple);
         let jit = gradlift::Jit::for_target(&triple).map_err(|e| format!("error: {e}"))?;
         let grad = gradient()?.closed();
         let bytes = jit

@@ -157,7 +157,9 @@ pub(crate) fn fill(
             _ => false,
         },
         (Type::Array(elem, n), Value::Array(xs)) => {
-            let len = crate::layout::size_value(n, vars, sizes).unwrap_or(0).max(0);
+            let len = crate::layout::size_value(n, vars, sizes)
+                .unwrap_or(0)
+                .max(0);
             match Arc::get_mut(xs) {
                 Some(xs) if xs.len() as i64 == len => {
                     for x in xs.iter_mut() {

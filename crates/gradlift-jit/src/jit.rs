@@ -5,6 +5,7 @@
 //! more) and converts the result back.
 
 use crate::abi::{RawFn, Status};
+use crate::annotate::Labels;
 use crate::layout::{flat_len, flatten_into};
 use crate::lower::lower_function;
 use crate::prims::Libm;
@@ -17,7 +18,6 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
 use cranelift_object::{ObjectBuilder, ObjectModule};
-use crate::annotate::Labels;
 use gradlift_ad::inline::Closed;
 use gradlift_lang::types::Signature;
 use gradlift_lang::value::bind_sizes;
@@ -48,7 +48,11 @@ impl Jit {
         set(&mut flags, "use_colocated_libcalls", "false")?;
         // Cranelift's own verifier, between its passes: on in debug builds
         // only (it took 10–25% of the compile time of large gradients).
-        let verifier = if cfg!(debug_assertions) { "true" } else { "false" };
+        let verifier = if cfg!(debug_assertions) {
+            "true"
+        } else {
+            "false"
+        };
         set(&mut flags, "enable_verifier", verifier)?;
         set(&mut flags, "is_pic", "false")?;
         let isa = cranelift_native::builder()
@@ -77,7 +81,11 @@ impl Jit {
         };
         set(&mut flags, "opt_level", "speed")?;
         set(&mut flags, "is_pic", "true")?;
-        let verifier = if cfg!(debug_assertions) { "true" } else { "false" };
+        let verifier = if cfg!(debug_assertions) {
+            "true"
+        } else {
+            "false"
+        };
         set(&mut flags, "enable_verifier", verifier)?;
         let isa = cranelift_codegen::isa::lookup(triple.clone())
             .map_err(|e| JitError::Codegen(format!("target `{triple}`: {e}")))?
@@ -336,8 +344,8 @@ impl Compiled {
         let mut sizes = std::mem::take(&mut ws.sizes);
         if !crate::bind::bind(&self.sig, args, &mut sizes) {
             // The general solver, which also explains a mismatch.
-            let bound = bind_sizes(&self.name, &self.sig, args)
-                .map_err(|e| CallError::Arguments(e.0))?;
+            let bound =
+                bind_sizes(&self.name, &self.sig, args).map_err(|e| CallError::Arguments(e.0))?;
             sizes.clear();
             sizes.extend(vars.iter().map(|v| Some(bound[v])));
         }

@@ -18,8 +18,8 @@
 
 pub mod abi;
 mod annotate;
-mod bind;
 mod arrays;
+mod bind;
 mod eta;
 mod jit;
 mod layout;

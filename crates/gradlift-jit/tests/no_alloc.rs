@@ -64,7 +64,13 @@ fn warm_calls_on_values_do_not_allocate() {
     let (m, d) = (50, 8);
     let x = Value::array(
         (0..m)
-            .map(|i| Value::reals(&(0..d).map(|j| ((i * d + j) as f64).sin()).collect::<Vec<_>>()))
+            .map(|i| {
+                Value::reals(
+                    &(0..d)
+                        .map(|j| ((i * d + j) as f64).sin())
+                        .collect::<Vec<_>>(),
+                )
+            })
             .collect(),
     );
     let w = Value::reals(&(0..d).map(|j| 0.1 * j as f64).collect::<Vec<_>>());
@@ -91,7 +97,10 @@ fn warm_calls_on_values_do_not_allocate() {
     assert!(shared.same(&expected) && out.same(&expected));
     // Bad arguments are still errors, explained by the general binder.
     let e = f
-        .call_into(&[Value::reals(&[1.0]), Value::reals(&[1.0]), Value::Real(1.0)], &mut out)
+        .call_into(
+            &[Value::reals(&[1.0]), Value::reals(&[1.0]), Value::Real(1.0)],
+            &mut out,
+        )
         .unwrap_err();
     assert!(matches!(e, gradlift_jit::CallError::Arguments(_)), "{e}");
 }
