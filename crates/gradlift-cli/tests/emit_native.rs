@@ -121,3 +121,24 @@ fn bad_targets_and_missing_stages_are_clear_errors() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.starts_with("error: cannot write"), "{err}");
 }
+
+#[test]
+fn object_of_a_function_without_a_gradient_exports_the_function_alone() {
+    let ode = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/ode.grad");
+    let path = std::env::temp_dir().join(format!("gradlift-emit-primal-{}.o", std::process::id()));
+    let out = gradlift(&[
+        "emit",
+        ode,
+        "--fn",
+        "primal",
+        "--object",
+        path.to_str().unwrap(),
+    ]);
+    success(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no gradient exported"), "{err}");
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let has = |s: &[u8]| bytes.windows(s.len()).any(|w| w == s);
+    assert!(has(b"\0primal\0") && !has(b"primal_grad"));
+}
