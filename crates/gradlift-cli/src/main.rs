@@ -65,8 +65,9 @@ enum Command {
     /// (gradlift_ad::unf::parse_unf, reverse_unf::parse_target_unf).
     ///
     /// With --object FILE, writes a relocatable object file exporting the
-    /// function and its gradient (`NAME` and `NAME_grad`, ABI in
-    /// docs/abi.md) for --target (default: the host's triple).
+    /// function and, when it returns a real, its value and gradient (`NAME`
+    /// and `NAME_grad`, ABI in docs/abi.md) for --target (default: the
+    /// host's triple).
     #[command(after_help = concat!(
         "Examples:\n",
         "  gradlift emit examples/example_1_1.grad --stage unf\n",
@@ -520,18 +521,30 @@ fn emit(a: EmitArgs) -> Result<(), String> {
     if let Some(path) = &a.object {
         let triple = a.triple.clone().unwrap_or_else(gradlift::Jit::host_triple);
         let jit = gradlift::Jit::for_target(&triple).map_err(|e| format!("error: {e}"))?;
-        let grad = gradient()?.closed();
-        let bytes = jit
-            .object(&[&closed, &grad])
-            .map_err(|e| format!("error: {e}"))?;
+        // The gradient too when there is one (the function returns a real).
+        let grad = if function.signature().ret == gradlift::Type::Real {
+            Some(gradient()?.closed())
+        } else {
+            None
+        };
+        let mut functions = vec![&closed];
+        functions.extend(grad.as_ref());
+        let bytes = jit.object(&functions).map_err(|e| format!("error: {e}"))?;
         std::fs::write(path, bytes)
             .map_err(|e| format!("error: cannot write {}: {e}", path.display()))?;
+        let names: Vec<String> = functions.iter().map(|c| format!("`{}`", c.name)).collect();
         eprintln!(
-            "wrote {} ({triple}): `{}` and `{}`",
+            "wrote {} ({triple}): {}",
             path.display(),
-            closed.name,
-            grad.name
+            names.join(" and ")
         );
+        if grad.is_none() {
+            eprintln!(
+                "note: `{}` returns `{}`, not `R`: no gradient exported",
+                closed.name,
+                function.signature().ret
+            );
+        }
         return Ok(());
     }
     let Some(stage) = a.stage else {

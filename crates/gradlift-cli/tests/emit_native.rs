@@ -121,3 +121,60 @@ fn bad_targets_and_missing_stages_are_clear_errors() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.starts_with("error: cannot write"), "{err}");
 }
+
+#[test]
+fn object_of_a_function_without_a_gradient_exports_the_function_alone() {
+    let ode = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/ode.grad");
+    let path = std::env::temp_dir().join(format!("gradlift-emit-primal-{}.o", std::process::id()));
+    let out = gradlift(&[
+        "emit",
+        ode,
+        "--fn",
+        "primal",
+        "--object",
+        path.to_str().unwrap(),
+    ]);
+    success(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no gradient exported"), "{err}");
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let has = |s: &[u8]| bytes.windows(s.len()).any(|w| w == s);
+    assert!(has(b"\0primal\0") && !has(b"primal_grad"));
+}
+
+#[test]
+fn clif_and_asm_of_every_example_and_its_gradient() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "grad"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10);
+    for file in &files {
+        let f = file.to_str().unwrap();
+        for stage in ["clif", "asm"] {
+            for grad in [false, true] {
+                let mut args = vec!["emit", f, "--stage", stage];
+                if grad {
+                    args.push("--grad");
+                }
+                let out = gradlift(&args);
+                if grad && !out.status.success() {
+                    // Only functions returning a real have a gradient.
+                    let err = String::from_utf8_lossy(&out.stderr);
+                    assert!(err.contains("returns"), "{f}: {err}");
+                    continue;
+                }
+                let text = success(&out);
+                if stage == "clif" {
+                    assert!(text.contains("; the result"), "{f}");
+                } else {
+                    assert!(text.contains("bytes of code"), "{f}");
+                }
+            }
+        }
+    }
+}

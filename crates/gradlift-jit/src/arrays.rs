@@ -331,9 +331,18 @@ impl Translator<'_, '_> {
                     arrays.push(self.array(a)?);
                 }
                 let n = arrays[0].len;
+                // Lengths that are one value (the same size expression) or
+                // equal constants need no check.
+                let known_equal = |t: &Self, m: Value| {
+                    n == m || matches!((t.constant(n), t.constant(m)), (Some(x), Some(y)) if x == y)
+                };
                 if let [_, second] = &arrays[..] {
-                    let same = self.b.ins().icmp(IntCC::Equal, n, second.len);
-                    self.check(same, Status::LengthMismatch, second.len);
+                    if known_equal(self, second.len) {
+                        // Nothing to check.
+                    } else {
+                        let same = self.b.ins().icmp(IntCC::Equal, n, second.len);
+                        self.check(same, Status::LengthMismatch, second.len);
+                    }
                 }
                 let mark = self.typer.mark();
                 for (p, t) in params.iter().zip(&tys) {

@@ -78,6 +78,8 @@ pub(crate) struct Known {
     clamped: HashMap<Value, Value>,
     /// Integer constants, one value each.
     constants: HashMap<i64, Value>,
+    /// Values of size expressions.
+    sizes: HashMap<Size, Value>,
 }
 
 pub(crate) fn unsupported<T>(what: impl Into<String>) -> Result<T, JitError> {
@@ -361,6 +363,15 @@ impl Translator<'_, '_> {
 
     /// The value of a size expression.
     pub fn size(&mut self, s: &Size) -> Result<Value, JitError> {
+        if let Some(&v) = self.known.sizes.get(s) {
+            return Ok(v);
+        }
+        let v = self.size_emit(s)?;
+        self.known.sizes.insert(s.clone(), v);
+        Ok(v)
+    }
+
+    fn size_emit(&mut self, s: &Size) -> Result<Value, JitError> {
         let mut acc: Option<Value> = None;
         for (v, &k) in &s.terms {
             let Some(&x) = self.sizes.get(v) else {
