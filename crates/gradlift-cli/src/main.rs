@@ -6,6 +6,8 @@ use gradlift::{Args, Construction, Function, GradOptions, Name, Program, Route};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod gradbench;
+
 const ARGS_HELP: &str =
     "ARGS names every parameter: 'x=1.5, A=[1,2,3], p=(1,2), M=[[1,2],[3,4]], s=100' \
 (numbers may be inf, -inf, nan), or @file.json for a JSON object from parameter names to values \
@@ -126,6 +128,16 @@ enum Command {
         after_help = "Example:\n  gradlift hessian examples/example_1_1.grad --at 'x1=2, x2=3, x3=5'"
     )]
     Hessian(Run),
+    /// Serve the GradBench protocol on stdin and stdout.
+    ///
+    /// Reads one JSON message per line and answers each in order on
+    /// stdout: modules hello, lse, llsq, ode and kmeans, written in the
+    /// gradlift language (crates/gradlift-cli/gradbench/) and compiled to
+    /// native code when defined. See docs/gradbench.md.
+    #[command(
+        after_help = "Example:\n  echo '{\"id\":0,\"kind\":\"define\",\"module\":\"lse\"}' | gradlift gradbench"
+    )]
+    Gradbench,
 }
 
 /// What every command that runs a function takes.
@@ -276,6 +288,7 @@ fn main() -> ExitCode {
         Command::Jvp(a) => jvp(a),
         Command::Hvp(a) => hvp(a),
         Command::Hessian(a) => hessian(a),
+        Command::Gradbench => gradbench::serve(std::io::stdin().lock(), std::io::stdout().lock()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
