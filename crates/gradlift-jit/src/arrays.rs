@@ -7,7 +7,10 @@
 //! are Cranelift `Variable`s, everything else is SSA. The lambda's body is
 //! lowered inline in the loop body with its parameters bound to the loaded
 //! elements. Results are written to fresh workspace memory, element `i` at
-//! `ptr + i·stride`; slicing builtins return views (no copy). Arrays stored
+//! `ptr + i·stride`; slicing builtins return views (no copy). What the body
+//! of a `map` builds in the workspace is released after each element (the
+//! element is copied out), and so is what a step of a fold or scan builds
+//! when its accumulator holds no array. Arrays stored
 //! into a row are checked to have the row's shape, and every index, length
 //! and count is checked before memory is touched.
 
@@ -331,6 +334,7 @@ impl Translator<'_, '_> {
                     .map(|a| unchecked_bytes(self.b, &a.elem))
                     .collect();
                 self.for_range(n, &mut |t, i| {
+                    let mark = t.b.use_var(t.top);
                     let mut xs = Vec::new();
                     for (a, s) in arrays.iter().zip(&strides) {
                         let at = t.element_addr(a.ptr, i, *s);
@@ -338,7 +342,10 @@ impl Translator<'_, '_> {
                     }
                     let y = t.apply(params, body, xs, &tys)?;
                     let at = t.element_addr(ptr, i, stride);
-                    t.store(at, &y, &shape)
+                    t.store(at, &y, &shape)?;
+                    // The element is copied out: what the body built is dead.
+                    t.b.def_var(t.top, mark);
+                    Ok(())
                 })?;
                 Ok(Values::Array(ArrayVal {
                     ptr,
@@ -394,7 +401,11 @@ impl Translator<'_, '_> {
             None
         };
         let in_stride = unchecked_bytes(self.b, &a.elem);
+        // An accumulator of reals lives in registers: what a step builds in
+        // the workspace is dead once the step is done.
+        let release = !shape.has_array();
         self.for_range(a.len, &mut |t, k| {
+            let mark = t.b.use_var(t.top);
             // scanr walks from the last element to the first.
             let i = if op == ArrayOp::Scanr {
                 let last = t.b.ins().iadd_imm_s(a.len, -1);
@@ -422,6 +433,9 @@ impl Translator<'_, '_> {
             }
             for (var, v) in vars.iter().zip(next_flat) {
                 t.b.def_var(*var, v);
+            }
+            if release {
+                t.b.def_var(t.top, mark);
             }
             Ok(())
         })?;
