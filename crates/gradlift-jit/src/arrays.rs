@@ -10,7 +10,8 @@
 //! `ptr + i·stride`; slicing builtins return views (no copy). What the body
 //! of a `map` builds in the workspace is released after each element (the
 //! element is copied out), and so is what a step of a fold or scan builds
-//! when its accumulator holds no array. Arrays stored
+//! (an accumulator holding arrays is first copied below the step's memory).
+//! Arrays stored
 //! into a row are checked to have the row's shape, and every index, length
 //! and count is checked before memory is touched.
 
@@ -401,9 +402,24 @@ impl Translator<'_, '_> {
             None
         };
         let in_stride = unchecked_bytes(self.b, &a.elem);
-        // An accumulator of reals lives in registers: what a step builds in
-        // the workspace is dead once the step is done.
-        let release = !shape.has_array();
+        // What a step builds in the workspace is dead once the step is done,
+        // except the arrays of the next accumulator: a scan stores them in
+        // its output, a fold in one of two buffers allocated here and used
+        // in turn (the step reads the one, writes the other). The step's
+        // memory is then released.
+        let buffers = if shape.has_array() && !scan {
+            let bytes = self.bytes(&shape)?;
+            let (first, second) = (self.alloc(bytes), self.alloc(bytes));
+            let (write, spare) = (
+                self.b.declare_var(types::I64),
+                self.b.declare_var(types::I64),
+            );
+            self.b.def_var(write, first);
+            self.b.def_var(spare, second);
+            Some((write, spare))
+        } else {
+            None
+        };
         self.for_range(a.len, &mut |t, k| {
             let mark = t.b.use_var(t.top);
             // scanr walks from the last element to the first.
@@ -417,11 +433,7 @@ impl Translator<'_, '_> {
             let acc = z.rebuild(&mut current.into_iter());
             let at = t.element_addr(a.ptr, i, in_stride);
             let x = load(t.b, at, &a.elem);
-            let next = t.apply(params, body, vec![acc, x], tys)?;
-            let next_flat = next.to_vec();
-            if next_flat.len() != vars.len() {
-                return Err(JitError::Internal("accumulator layout changes".into()));
-            }
+            let mut next = t.apply(params, body, vec![acc, x], tys)?;
             if let Some((ptr, stride, _)) = out {
                 let slot = if op == ArrayOp::Scanl {
                     t.b.ins().iadd_imm_s(i, 1)
@@ -430,13 +442,24 @@ impl Translator<'_, '_> {
                 };
                 let at = t.element_addr(ptr, slot, stride);
                 t.store(at, &next, &shape)?;
+                if shape.has_array() {
+                    next = load(t.b, at, &shape);
+                }
+            } else if let Some((write, spare)) = buffers {
+                let (at, other) = (t.b.use_var(write), t.b.use_var(spare));
+                t.store(at, &next, &shape)?;
+                next = load(t.b, at, &shape);
+                t.b.def_var(write, other);
+                t.b.def_var(spare, at);
+            }
+            let next_flat = next.to_vec();
+            if next_flat.len() != vars.len() {
+                return Err(JitError::Internal("accumulator layout changes".into()));
             }
             for (var, v) in vars.iter().zip(next_flat) {
                 t.b.def_var(*var, v);
             }
-            if release {
-                t.b.def_var(t.top, mark);
-            }
+            t.b.def_var(t.top, mark);
             Ok(())
         })?;
         if let Some((ptr, _, n)) = out {

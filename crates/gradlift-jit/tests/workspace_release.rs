@@ -72,14 +72,51 @@ fn a_fold_of_reals_releases_what_each_step_builds() {
 }
 
 #[test]
-fn a_fold_of_arrays_keeps_its_accumulator() {
-    // The accumulator is built in the workspace by every step: it must
-    // survive the step (nothing is released).
-    let f = compile("def f(A: [R; n]) -> [R; n] = foldl (acc, a. map (x. x + a) acc) A A");
-    let a = data(50);
-    let (out, _) = run(&f, &a, a.len());
+fn a_fold_of_arrays_moves_its_accumulator_and_releases_the_rest() {
+    // Every step builds the next accumulator (n reals) and a temporary
+    // (n reals): the fold keeps two accumulators, not all of them.
+    let f = compile(
+        "def f(A: [R; n]) -> [R; n] = \
+         foldl (acc, a. map2 (+) acc (map (x. x * 0 + a) acc)) A A",
+    );
+    let a = data(1000);
+    let (out, bytes) = run(&f, &a, a.len());
     let total: f64 = a.iter().sum();
     for (o, x) in out.iter().zip(&a) {
-        assert!((o - (x + total)).abs() <= 1e-12);
+        assert!((o - (x + total)).abs() <= 1e-9 * o.abs());
     }
+    assert!(bytes <= 4 * 8 * a.len() + 64, "{bytes} bytes");
+    // An accumulator that is a pair of arrays, swapped by every step.
+    let f = compile(
+        "def f(A: [R; n]) -> [R; n] = \
+         let (p, q) = foldl ((u, v), a. (map (x. x + a) v, u)) (A, map (x. 0 - x) A) A in \
+         map2 (+) p q",
+    );
+    let a = data(7);
+    let (out, _) = run(&f, &a, a.len());
+    // Each step adds its element to one of the two, alternately.
+    let (even, odd): (f64, f64) = a.iter().enumerate().fold((0.0, 0.0), |(e, o), (i, x)| {
+        if i % 2 == 0 { (e + x, o) } else { (e, o + x) }
+    });
+    for (o, _) in out.iter().zip(&a) {
+        assert!((o - (even + odd)).abs() <= 1e-12, "{out:?}");
+    }
+}
+
+#[test]
+fn a_scan_of_arrays_keeps_its_output_and_releases_the_rest() {
+    let f = compile(
+        "def f(A: [R; n]) -> [[R; n]; n+1] = \
+         scanl (acc, a. map2 (+) acc (map (x. x * 0 + a) acc)) A A",
+    );
+    let a = data(300);
+    let n = a.len();
+    let (out, bytes) = run(&f, &a, (n + 1) * n);
+    let mut row = a.clone();
+    for (k, x) in a.iter().enumerate() {
+        row.iter_mut().for_each(|r| *r += x);
+        assert_eq!(&out[(k + 1) * n..(k + 2) * n], &row[..]);
+    }
+    // The output, and one step's two arrays.
+    assert!(bytes <= 8 * (n + 1) * n + 2 * 8 * n + 64, "{bytes} bytes");
 }
