@@ -254,11 +254,19 @@ def main():
                         "input": (input | runs) if isinstance(input, dict) else input,
                     }
                 )
-                assert answer["success"], answer
-                ours = [t["nanoseconds"] for t in answer["timings"]]
                 expected, jax_first, jax_ns = time_jax(
                     module, function, input, args.min_runs, args.min_seconds
                 )
+                if not answer["success"]:
+                    row = (
+                        f"| {module} | {function} | {description} | fails: {answer['error']} "
+                        f"| {fmt_ns(jax_ns)} | — | {fmt_ns(compile_ns)} "
+                        f"| {fmt_ns(max(jax_first - jax_ns, 0))} | — | {fmt_ns(jax_first)} |"
+                    )
+                    rows.append(row)
+                    print(row, flush=True)
+                    continue
+                ours = [t["nanoseconds"] for t in answer["timings"]]
                 got = np.asarray(answer["output"], dtype=np.float64)
                 if not np.allclose(got, expected, rtol=1e-6, atol=1e-9):
                     sys.exit(

@@ -145,7 +145,8 @@ struct Entry {
 enum Code {
     Function(gradlift::CompiledFunction),
     Gradient(gradlift::CompiledGradient),
-    Pair(gradlift::CompiledPair),
+    /// A Hessian-vector product with respect to some parameters.
+    Native(gradlift::jit::Compiled),
 }
 
 impl Code {
@@ -153,7 +154,7 @@ impl Code {
         match self {
             Code::Function(f) => f.native(),
             Code::Gradient(g) => g.native(),
-            Code::Pair(p) => p.native(),
+            Code::Native(c) => c,
         }
     }
 }
@@ -182,10 +183,21 @@ fn compile_module(source: &ModuleSource, jit: &Jit) -> Result<Module, String> {
                 let compiled = gradient.compile(jit).map_err(|e| e.to_string())?;
                 (function, Code::Gradient(compiled))
             }
-            Derive::NewtonDirection { function: f, .. } => {
+            Derive::NewtonDirection { function: f, wrt } => {
                 let function = program.function(f).map_err(|e| e.to_string())?;
-                let compiled = function.compile_hvp(jit).map_err(|e| e.to_string())?;
-                (function, Code::Pair(compiled))
+                let index = program
+                    .module()
+                    .index_of(f)
+                    .unwrap_or_else(|| unreachable!("`{f}` was found above"));
+                let hvp = gradlift::ad::pipeline::hvp_program_wrt(
+                    program.module(),
+                    index,
+                    Some(&[Name::from(wrt)]),
+                    GradOptions::default(),
+                )
+                .map_err(|e| e.to_string())?;
+                let compiled = jit.compile(&hvp).map_err(|e| e.to_string())?;
+                (function, Code::Native(compiled))
             }
         };
         entries.insert(
@@ -420,16 +432,14 @@ impl Call {
                 let fill = if **p == *wrt { 1.0 } else { 0.0 };
                 inputs.push(vec![fill; *len]);
             }
-            // out is ((value, gradients), (⟨gradient, direction⟩, H·direction)),
-            // the gradients and products one per value parameter in order.
-            let before: usize = lengths.iter().take_while(|(p, _)| **p != *wrt).map(|(_, l)| l).sum();
-            let total: usize = lengths.iter().map(|(_, l)| l).sum();
+            // out is ((value, gradient), (⟨gradient, direction⟩, H·direction)),
+            // the gradient and the product those of `wrt`.
             let len = lengths
                 .iter()
                 .find(|(p, _)| **p == *wrt)
                 .map(|(_, l)| *l)
                 .unwrap_or_else(|| unreachable!("`{wrt}` is a parameter of the module"));
-            direction = Some((1 + before, 1 + total + 1 + before, vec![0.0; len]));
+            direction = Some((1, 1 + len + 1, vec![0.0; len]));
         }
         let out_len = flat_len(&native.ret, &native.size_vars, &size_words)
             .ok_or("the result is too large")?;

@@ -327,4 +327,10 @@ fn kmeans_matches_the_formula() {
         assert_close(&out[1], &dir);
         assert_eq!(out[1].as_array().unwrap().len(), k, "dir has one row per centroid");
     }
+    // A point as near to two centroids counts once, for the first.
+    let input = json!({"points": [[1.0], [3.0], [0.5]], "centroids": [[0.0], [2.0]]});
+    let out = outputs("kmeans", &[("cost", input.clone()), ("dir", input)]);
+    assert_close(&out[0], &[2.25]);
+    // Centroid 0 has the points 1 and 0.5: J = 2(0 − 1) + 2(0 − 0.5), H = 4.
+    assert_close(&out[1], &[-0.75, -1.0]);
 }
