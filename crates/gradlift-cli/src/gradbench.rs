@@ -299,9 +299,9 @@ impl Runs {
         };
         let min_runs = match members.remove("min_runs") {
             None => 1,
-            Some(v) => v.as_u64().ok_or_else(|| {
-                format!("`min_runs` must be a whole number ≥ 0, not {v}")
-            })?,
+            Some(v) => v
+                .as_u64()
+                .ok_or_else(|| format!("`min_runs` must be a whole number ≥ 0, not {v}"))?,
         };
         let min_seconds = match members.remove("min_seconds") {
             None => 0.0,
@@ -513,7 +513,9 @@ fn flat_len(ty: &Type, vars: &[Name], words: &[i64]) -> Option<usize> {
     fn go(ty: &Type, sizes: &HashMap<Name, i64>) -> Option<usize> {
         match ty {
             Type::Real => Some(1),
-            Type::Tuple(ts) => ts.iter().try_fold(0usize, |acc, t| acc.checked_add(go(t, sizes)?)),
+            Type::Tuple(ts) => ts
+                .iter()
+                .try_fold(0usize, |acc, t| acc.checked_add(go(t, sizes)?)),
             Type::Array(t, n) => usize::try_from(size_value(n, sizes).max(0))
                 .ok()?
                 .checked_mul(go(t, sizes)?),

@@ -137,7 +137,10 @@ fn a_scripted_session_answers_every_message_in_order() {
     let failed = |i: usize, needle: &str| {
         assert_eq!(answers[i]["success"], json!(false), "{}", answers[i]);
         let error = answers[i]["error"].as_str().expect("an error message");
-        assert!(error.contains(needle), "`{error}` should mention `{needle}`");
+        assert!(
+            error.contains(needle),
+            "`{error}` should mention `{needle}`"
+        );
     };
     failed(5, "no module `gmm`");
     failed(6, "`lse` is not defined");
@@ -190,7 +193,10 @@ fn lse(x: &[f64]) -> (f64, Vec<f64>) {
 fn lse_matches_the_formula() {
     for (n, seed) in [(1, 1), (5, 2), (40, 3)] {
         let x: Vec<f64> = sample(n, seed).iter().map(|v| 200.0 * v - 100.0).collect();
-        let out = outputs("lse", &[("primal", json!({"x": x})), ("gradient", json!({"x": x}))]);
+        let out = outputs(
+            "lse",
+            &[("primal", json!({"x": x})), ("gradient", json!({"x": x}))],
+        );
         let (value, gradient) = lse(&x);
         assert_close(&out[0], &[value]);
         assert_close(&out[1], &gradient);
@@ -325,7 +331,11 @@ fn kmeans_matches_the_formula() {
         let (cost, dir) = kmeans(&points, &centroids);
         assert_close(&out[0], &[cost]);
         assert_close(&out[1], &dir);
-        assert_eq!(out[1].as_array().unwrap().len(), k, "dir has one row per centroid");
+        assert_eq!(
+            out[1].as_array().unwrap().len(),
+            k,
+            "dir has one row per centroid"
+        );
     }
     // A point as near to two centroids counts once, for the first.
     let input = json!({"points": [[1.0], [3.0], [0.5]], "centroids": [[0.0], [2.0]]});

@@ -95,9 +95,17 @@ fn a_fold_of_arrays_moves_its_accumulator_and_releases_the_rest() {
     let a = data(7);
     let (out, _) = run(&f, &a, a.len());
     // Each step adds its element to one of the two, alternately.
-    let (even, odd): (f64, f64) = a.iter().enumerate().fold((0.0, 0.0), |(e, o), (i, x)| {
-        if i % 2 == 0 { (e + x, o) } else { (e, o + x) }
-    });
+    let (even, odd): (f64, f64) =
+        a.iter().enumerate().fold(
+            (0.0, 0.0),
+            |(e, o), (i, x)| {
+                if i % 2 == 0 {
+                    (e + x, o)
+                } else {
+                    (e, o + x)
+                }
+            },
+        );
     for (o, _) in out.iter().zip(&a) {
         assert!((o - (even + odd)).abs() <= 1e-12, "{out:?}");
     }
