@@ -187,8 +187,8 @@ struct Runs {
 }
 
 impl Runs {
-    /// Takes `min_runs` and `min_seconds` out of an input object (1 run
-    /// and 0 seconds when absent).
+    /// Takes `min_runs` (or `runs`) and `min_seconds` out of an input
+    /// object (1 run and 0 seconds when absent).
     fn take(input: &mut Json) -> Result<Runs, String> {
         let Json::Object(members) = input else {
             return Ok(Runs {
@@ -196,11 +196,13 @@ impl Runs {
                 min_seconds: 0.0,
             });
         };
-        let min_runs = match members.remove("min_runs") {
+        // Earlier GradBench evals name the count `runs`.
+        let runs = members.remove("runs");
+        let min_runs = match members.remove("min_runs").or(runs) {
             None => 1,
-            Some(v) => v
-                .as_u64()
-                .ok_or_else(|| format!("`min_runs` must be a whole number ≥ 0, not {v}"))?,
+            Some(v) => v.as_u64().ok_or_else(|| {
+                format!("`min_runs` (or `runs`) must be a whole number ≥ 0, not {v}")
+            })?,
         };
         let min_seconds = match members.remove("min_seconds") {
             None => 0.0,

@@ -119,6 +119,8 @@ fn a_scripted_session_answers_every_message_in_order() {
         json!({"id": 13, "kind": "something else"}),
         json!({"id": 14, "kind": "evaluate", "module": "ode", "function": "gradient",
                "input": {"x": [1, 2], "s": 1, "min_runs": -1}}),
+        json!({"id": 15, "kind": "evaluate", "module": "hello", "function": "square",
+               "input": {"x": 2, "runs": 3}}),
     ];
     let answers = session(&messages);
     assert_eq!(answers.len(), messages.len());
@@ -160,6 +162,7 @@ fn a_scripted_session_answers_every_message_in_order() {
     assert!(total >= 20_000_000, "min_seconds is honoured: {total} ns");
     assert_eq!(answers[13], json!({"id": 13}));
     failed(14, "min_runs");
+    assert_eq!(answers[15]["timings"].as_array().unwrap().len(), 3);
 }
 
 #[test]
