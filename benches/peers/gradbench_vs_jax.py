@@ -233,10 +233,10 @@ def main():
     header = (
         "| module | function | size | gradlift | JAX | gradlift / JAX "
         "| gradlift compile (module) | JAX compile | gradlift first call "
-        "| JAX first call |"
+        "| JAX first call |\n"
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     )
     print(header, flush=True)
-    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for module in args.modules:
         tool = Tool(args.gradlift)
         tool.send({"kind": "start", "eval": module})
@@ -285,7 +285,7 @@ def main():
         tool.close()
     if args.out:
         with open(args.out, "w") as f:
-            f.write("\n".join([header, rows and "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"] + rows) + "\n")
+            f.write("\n".join([header] + rows) + "\n")
 
 
 if __name__ == "__main__":
