@@ -34,6 +34,7 @@ fn differentiate(c: &mut Criterion) {
                 route,
                 construction: Construction::Sparse,
                 optimize,
+                checkpoint: None,
             };
             g.bench_with_input(BenchmarkId::new(name, n), &module, |b, m| {
                 // The gradient program is dropped outside the timed region.

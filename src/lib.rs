@@ -210,11 +210,20 @@ impl<'p> Function<'p> {
         dirs: &[Value],
         jit: Option<&Jit>,
     ) -> Result<HessianVector, Error> {
-        let program = gradlift_ad::pipeline::hvp_program(
-            &self.program.checked,
-            self.index,
-            GradOptions::default(),
-        )?;
+        self.hvp_with(args, dirs, jit, GradOptions::default())
+    }
+
+    /// [`Function::hvp`] with the options of the reverse-mode gradient
+    /// (its route and checkpoint schedule).
+    pub fn hvp_with(
+        &self,
+        args: &[Value],
+        dirs: &[Value],
+        jit: Option<&Jit>,
+        options: GradOptions,
+    ) -> Result<HessianVector, Error> {
+        let program =
+            gradlift_ad::pipeline::hvp_program(&self.program.checked, self.index, options)?;
         let (primal, tangent) = self.run_extended(&program, args, dirs, jit)?;
         let wrt = self
             .signature()

@@ -83,6 +83,7 @@ fn example_gradients_match_finite_differences() {
                         route,
                         construction: Construction::Sparse,
                         optimize: true,
+                        checkpoint: None,
                     },
                 )
                 .unwrap();

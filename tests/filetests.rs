@@ -223,7 +223,8 @@ fn construct_names() -> Vec<&'static str> {
         ArrayOp::Map,
         ArrayOp::Map2,
         ArrayOp::Reduce,
-        ArrayOp::Foldl,
+        ArrayOp::FOLDL,
+        ArrayOp::Revfold(gradlift::lang::Schedule::Every(1)),
         ArrayOp::Scanl,
         ArrayOp::Scanr,
     ];

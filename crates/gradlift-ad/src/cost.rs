@@ -293,6 +293,9 @@ impl Coster {
                 Builtin::Len => one_move.plus(&self.cost(&args[0])?),
                 Builtin::Take | Builtin::Drop => one_move.plus(&self.cost(&args[1])?),
             },
+            ExprKind::ArrayOp(ArrayOp::Revfold(schedule), f, args) => {
+                self.revfold(*schedule, f, args)?
+            }
             ExprKind::ArrayOp(op, f, args) => {
                 let n = self.length(args.last().expect("an array argument"))?;
                 let arg_cost = self.all(args)?;
@@ -345,6 +348,47 @@ impl Coster {
                 return Err(CostError("a function value".into()))
             }
         })
+    }
+
+    /// `@checkpoint(K) revfold VJP STEP v A z f`: each step reversed once
+    /// (the VJP) and advanced at most twice (the snapshot pass and the
+    /// block's replay), with two moves per step for the state and the
+    /// element. Binomial schedules advance `t·n − β(c+1, t−1)` steps, with
+    /// `t` growing with `n`: not a polynomial, so not covered.
+    fn revfold(&mut self, schedule: Schedule, f: &Expr, args: &[Expr]) -> Result<Cost, CostError> {
+        if let Schedule::Binomial(_) = schedule {
+            return Err(CostError(
+                "a loop on a binomial checkpoint schedule, whose recomputation is not a polynomial in the sizes"
+                    .into(),
+            ));
+        }
+        let n = self.length(&args[2])?;
+        let arg_cost = self.all(&args[1..])?;
+        let ill = |e: gradlift_lang::TypeError| CostError(format!("an ill-typed term ({e})"));
+        let state = self.typer.infer(&args[1]).map_err(ill)?;
+        let elem = match self.typer.infer(&args[2]).map_err(ill)? {
+            Type::Array(t, _) => *t,
+            t => t,
+        };
+        let acc = self.typer.infer(&args[4]).map_err(ill)?;
+        let body = |d: &mut Self, f: &Expr, tys: &[Type]| -> Result<Cost, CostError> {
+            let ExprKind::Lambda(params, body) = &f.kind else {
+                return Err(CostError(
+                    "`revfold` with a function that is not a lambda".into(),
+                ));
+            };
+            let mark = d.typer.mark();
+            for (p, t) in params.iter().zip(tys) {
+                d.bind(&p.pat, t);
+            }
+            let c = d.cost(body);
+            d.typer.pop_to(mark);
+            Ok(c?.plus(&Cost::of(2.0, 0.0, 0.0, 0.0)))
+        };
+        let step = body(self, &args[0], &[state.clone(), elem.clone()])?;
+        let vjp = body(self, f, &[state.clone(), elem, state, acc])?;
+        let twice = n.times(&Poly::constant(2.0));
+        Ok(step.scaled(&twice).plus(&vjp.scaled(&n)).plus(&arg_cost))
     }
 
     /// One move per element of the array `e` builds.

@@ -649,7 +649,8 @@ impl Deriver {
         let lam = lambda(names.iter().map(pvar).collect(), body.clone());
         let arg_atoms: Vec<Expr> = args.iter().map(|a| a.0.clone()).collect();
         let unit = self.constant_value(&arg_atoms[0]);
-        let folds = matches!(op, ArrayOp::Foldl | ArrayOp::Reduce)
+        // A checkpointed fold keeps no states: its reverse recomputes them.
+        let folds = matches!(op, ArrayOp::Foldl(None) | ArrayOp::Reduce)
             && !crate::rules::fold::is_known_monoid(&names, &body, &unit);
         if folds {
             // Keep every accumulator: the reverse of a fold needs them.

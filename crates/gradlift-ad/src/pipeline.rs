@@ -16,7 +16,7 @@
 use crate::direct::{self, AdError, Construction, Route};
 use crate::inline::{inline, Closed};
 use crate::reverse_unf::{reverse_unf, TargetUnf};
-use crate::simplify::{is_first_order, simplify, Options as SimplifyOptions};
+use crate::simplify::{is_first_order, simplify_avoiding, Options as SimplifyOptions};
 use crate::unf::{unf, Unf};
 use crate::unf_inverse;
 use gradlift_lang::syntax::*;
@@ -73,6 +73,9 @@ pub struct Options {
     pub construction: Construction,
     /// Run the `opt` pass (default): partial evaluation and simplification.
     pub optimize: bool,
+    /// The checkpoint schedule of every `foldl` that names none
+    /// (`--checkpoint`); `None` keeps every state of such loops.
+    pub checkpoint: Option<Schedule>,
 }
 
 impl Default for Options {
@@ -81,6 +84,7 @@ impl Default for Options {
             route: Route::default(),
             construction: Construction::default(),
             optimize: true,
+            checkpoint: None,
         }
     }
 }
@@ -105,7 +109,10 @@ pub fn gradient(
     wrt: Option<&[Name]>,
     options: Options,
 ) -> Result<Gradient, AdError> {
-    let closed = inline(module, index);
+    let mut closed = inline(module, index);
+    if let Some(schedule) = options.checkpoint {
+        closed.body = with_checkpoints(&closed.body, schedule);
+    }
     let all: Vec<Name> = closed.context().into_iter().map(|(n, _)| n).collect();
     let wrt_names = wrt.map(|w| w.to_vec()).unwrap_or(all);
     let term = match options.route {
@@ -123,7 +130,7 @@ pub fn gradient(
         }
     }
     if options.optimize {
-        g.term = simplify(&g.term, &SimplifyOptions::default())?;
+        g.term = simplify_avoiding(&g.term, &SimplifyOptions::default(), &g.closed.size_vars)?;
         if cfg!(debug_assertions) {
             if let Err(e) = verify(&g).and_then(|()| is_first_order(&g.term).map_err(|(_, m)| m)) {
                 panic!(
@@ -134,6 +141,21 @@ pub fn gradient(
         }
     }
     Ok(g)
+}
+
+/// `e` with `schedule` on every `foldl` that has no schedule of its own.
+pub fn with_checkpoints(e: &Expr, schedule: Schedule) -> Expr {
+    gradlift_lang::deep::guard(|| match &e.kind {
+        ExprKind::ArrayOp(ArrayOp::Foldl(None), f, args) => Expr::new(
+            ExprKind::ArrayOp(
+                ArrayOp::Foldl(Some(schedule)),
+                Box::new(with_checkpoints(f, schedule)),
+                args.iter().map(|a| with_checkpoints(a, schedule)).collect(),
+            ),
+            e.span,
+        ),
+        _ => e.map_children(&mut |c| with_checkpoints(c, schedule)),
+    })
 }
 
 /// The Source UNF of definition `index` (the `unf` stage).
@@ -172,7 +194,7 @@ pub fn verify(g: &Gradient) -> Result<(), String> {
 pub fn jvp_program(module: &CheckedModule, index: usize) -> Result<Closed, AdError> {
     let closed = inline(module, index);
     let mut j = crate::forward::jvp(&closed)?;
-    j.body = simplify(&j.body, &SimplifyOptions::default())?;
+    j.body = simplify_avoiding(&j.body, &SimplifyOptions::default(), &j.size_vars)?;
     verify_closed(&j);
     Ok(j)
 }
@@ -236,7 +258,7 @@ pub fn hvp_program_wrt(
         body: g.term,
     };
     let mut h = crate::forward::jvp(&program)?;
-    h.body = simplify(&h.body, &SimplifyOptions::default())?;
+    h.body = simplify_avoiding(&h.body, &SimplifyOptions::default(), &h.size_vars)?;
     verify_closed(&h);
     Ok(h)
 }

@@ -337,7 +337,11 @@ impl fmt::Display for OpKind {
                 Ok(())
             }
             OpKind::ArrayOp(op, params, body) => {
-                write!(f, "{}({}. {body})", op.name(), params.join(", "))
+                write!(f, "{}", op.name())?;
+                if let Some(schedule) = op.schedule() {
+                    write!(f, "[{schedule}]")?;
+                }
+                write!(f, "({}. {body})", params.join(", "))
             }
             OpKind::If(c, t, e) => write!(f, "if {c} then {t} else {e}"),
             OpKind::Size(n) => write!(f, "size {n}"),
@@ -553,11 +557,19 @@ fn parse_kind(kind: &str) -> Result<OpKind, String> {
         ArrayOp::Map,
         ArrayOp::Map2,
         ArrayOp::Reduce,
-        ArrayOp::Foldl,
+        ArrayOp::FOLDL,
         ArrayOp::Scanl,
         ArrayOp::Scanr,
     ];
-    if let Some(op) = array_ops.into_iter().find(|op| op.name() == word) {
+    if let Some(mut op) = array_ops.into_iter().find(|op| op.name() == word) {
+        let mut rest = rest;
+        if let (ArrayOp::Foldl(_), Some(bracketed)) = (op, rest.strip_prefix('[')) {
+            let (schedule, after) = bracketed
+                .split_once(']')
+                .ok_or("a checkpoint schedule needs its closing `]`")?;
+            op = ArrayOp::Foldl(Some(gradlift_lang::Schedule::parse(schedule)?));
+            rest = after;
+        }
         let lambda = expr(rest)?;
         let ExprKind::Lambda(params, body) = &lambda.kind else {
             return Err(format!("`{word}` needs a lambda, found `{rest}`"));

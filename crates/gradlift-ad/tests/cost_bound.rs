@@ -48,11 +48,16 @@ fn the_bound_holds_on_every_example() {
             if sig.ret != Type::Real || sig.params.iter().all(|(_, t)| t.is_none()) {
                 continue;
             }
+            let name = &*m.module.defs[index].name;
+            // A binomial checkpoint schedule recomputes a number of steps
+            // that is not a polynomial in the sizes: outside the model.
+            if path.ends_with("relaxation.grad") && name == "relax_binomial" {
+                continue;
+            }
             for size in [10.0, 1000.0] {
                 let sizes: HashMap<Name, f64> =
                     sig.size_vars.iter().map(|v| (v.clone(), size)).collect();
                 let (primal, grad, bound) = totals(&m, index, &sizes);
-                let name = &*m.module.defs[index].name;
                 // `residual` indexes the observations in ten branches.
                 let exception = path.ends_with("logistic_growth.grad") && name == "residual";
                 assert_eq!(

@@ -39,6 +39,7 @@ fn differentiate(text: String, steps: usize) {
                 route,
                 construction: Construction::Sparse,
                 optimize: true,
+                checkpoint: None,
             },
         )
         .unwrap();

@@ -597,3 +597,93 @@ fn forward_mode_and_second_order() {
     ]);
     failure(&out, "error: ");
 }
+
+// ---- checkpointing ----
+
+const RELAX: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../examples/relaxation.grad"
+);
+
+#[test]
+fn checkpoint_schedules_agree() {
+    let at = "x=1, y=3, steps=5000";
+    let full = gradlift(&["grad", RELAX, "--fn", "relax", "--at", at, "--json"]);
+    assert!(full.status.success(), "{}", stderr(&full));
+    let full: serde_json::Value = serde_json::from_str(&stdout(&full)).unwrap();
+    for s in ["1", "64", "binomial:3", "binomial:20"] {
+        let out = gradlift(&[
+            "grad",
+            RELAX,
+            "--fn",
+            "relax",
+            "--at",
+            at,
+            "--json",
+            "--checkpoint",
+            s,
+        ]);
+        assert!(out.status.success(), "{s}: {}", stderr(&out));
+        let got: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(got["value"], full["value"], "{s}");
+        for p in ["x", "y"] {
+            let (a, b) = (
+                got["gradient"][p].as_f64().unwrap(),
+                full["gradient"][p].as_f64().unwrap(),
+            );
+            assert!(
+                (a - b).abs() <= 1e-12 * b.abs().max(1e-300),
+                "{s} d/d{p}: {a} vs {b}"
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_checkpoint_option() {
+    for bad in ["0", "fast", "binomial:", "binomial:0", "-3"] {
+        let option = format!("--checkpoint={bad}");
+        let out = gradlift(&[
+            "grad",
+            RELAX,
+            "--fn",
+            "relax",
+            "--at",
+            "x=1, y=3, steps=10",
+            &option,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("--checkpoint"),
+            "{bad}: {}",
+            stderr(&out)
+        );
+        assert!(!stderr(&out).contains("panicked"));
+    }
+}
+
+#[test]
+fn bad_checkpoint_annotation() {
+    let cases = [
+        ("@checkpoint(0) foldl (+) 0 A", "between 1 and", "0) foldl"),
+        (
+            "@checkpoint(3) map (x. x) A",
+            "applies to a `foldl`",
+            "@checkpoint",
+        ),
+        (
+            "@checkpoint(binomial) foldl (+) 0 A",
+            "number of snapshots",
+            ") foldl",
+        ),
+        ("@check(3) foldl (+) 0 A", "`checkpoint`", "check(3)"),
+    ];
+    for (body, message, at) in cases {
+        let line = format!("def f(A: [R; n]) -> R = {body}");
+        let path = temp_file("ck.grad", &format!("{line}\n"));
+        let out = gradlift(&["eval", text(&path), "--at", "A=[1, 2]"]);
+        let first = failure(&out, &format!("{}:1:", text(&path)));
+        assert!(first.contains(message), "{body}: {first}");
+        caret_under(&out, &line, at);
+    }
+}

@@ -7,11 +7,7 @@
 //! are Cranelift `Variable`s, everything else is SSA. The lambda's body is
 //! lowered inline in the loop body with its parameters bound to the loaded
 //! elements. Results are written to fresh workspace memory, element `i` at
-//! `ptr + i·stride`; slicing builtins return views (no copy). What the body
-//! of a `map` builds in the workspace is released after each element (the
-//! element is copied out), and so is what a step of a fold or scan builds
-//! (an accumulator holding arrays is first copied below the step's memory).
-//! Arrays stored
+//! `ptr + i·stride`; slicing builtins return views (no copy). Arrays stored
 //! into a row are checked to have the row's shape, and every index, length
 //! and count is checked before memory is touched.
 
@@ -59,7 +55,12 @@ impl Translator<'_, '_> {
     }
 
     /// Fails with `status` unless `a` and `b` have the same lengths.
-    fn check_same_shape(&mut self, a: &Shape, b: &Shape, status: Status) -> Result<(), JitError> {
+    pub(crate) fn check_same_shape(
+        &mut self,
+        a: &Shape,
+        b: &Shape,
+        status: Status,
+    ) -> Result<(), JitError> {
         match (a, b) {
             (Shape::Real, Shape::Real) => Ok(()),
             (Shape::Tuple(xs), Shape::Tuple(ys)) if xs.len() == ys.len() => {
@@ -123,7 +124,11 @@ impl Translator<'_, '_> {
     }
 
     /// New workspace memory for `n` elements of `shape`: (pointer, stride).
-    fn alloc_array(&mut self, n: Value, shape: &Shape) -> Result<(Value, Value), JitError> {
+    pub(crate) fn alloc_array(
+        &mut self,
+        n: Value,
+        shape: &Shape,
+    ) -> Result<(Value, Value), JitError> {
         let stride = self.bytes(shape)?;
         let total = self.mul_checked(n, stride);
         Ok((self.alloc(total), stride))
@@ -281,7 +286,11 @@ impl Translator<'_, '_> {
     }
 
     /// The lambda of an array operation.
-    fn lambda<'e>(&self, f: &'e Expr, arity: usize) -> Result<(&'e [Param], &'e Expr), JitError> {
+    pub(crate) fn lambda<'e>(
+        &self,
+        f: &'e Expr,
+        arity: usize,
+    ) -> Result<(&'e [Param], &'e Expr), JitError> {
         match &f.kind {
             ExprKind::Lambda(ps, body) if ps.len() == arity => Ok((ps, body)),
             _ => unsupported("an array operation whose function is not a lambda"),
@@ -289,7 +298,7 @@ impl Translator<'_, '_> {
     }
 
     /// Binds the lambda's parameters and lowers its body.
-    fn apply(
+    pub(crate) fn apply(
         &mut self,
         params: &[Param],
         body: &Expr,
@@ -304,6 +313,9 @@ impl Translator<'_, '_> {
 
     /// `map`, `map2`, `reduce`, `foldl`, `scanl`, `scanr`.
     pub fn array_op(&mut self, op: ArrayOp, f: &Expr, args: &[Expr]) -> Result<Values, JitError> {
+        if let ArrayOp::Revfold(schedule) = op {
+            return self.revfold(schedule, f, args);
+        }
         let (params, body) = self.lambda(f, op.fn_arity())?;
         let elem_ty = |t: Type| match t {
             Type::Array(elem, _) => Ok(*elem),
@@ -335,7 +347,9 @@ impl Translator<'_, '_> {
                     .map(|a| unchecked_bytes(self.b, &a.elem))
                     .collect();
                 self.for_range(n, &mut |t, i| {
-                    let mark = t.b.use_var(t.top);
+                    // The element is copied into the result: the body's
+                    // temporaries die with the iteration.
+                    let mark = t.mark();
                     let mut xs = Vec::new();
                     for (a, s) in arrays.iter().zip(&strides) {
                         let at = t.element_addr(a.ptr, i, *s);
@@ -344,8 +358,7 @@ impl Translator<'_, '_> {
                     let y = t.apply(params, body, xs, &tys)?;
                     let at = t.element_addr(ptr, i, stride);
                     t.store(at, &y, &shape)?;
-                    // The element is copied out: what the body built is dead.
-                    t.b.def_var(t.top, mark);
+                    t.release(mark);
                     Ok(())
                 })?;
                 Ok(Values::Array(ArrayVal {
@@ -354,7 +367,8 @@ impl Translator<'_, '_> {
                     elem: shape,
                 }))
             }
-            ArrayOp::Reduce | ArrayOp::Foldl | ArrayOp::Scanl | ArrayOp::Scanr => {
+            ArrayOp::Revfold(_) => unreachable!("lowered above"),
+            ArrayOp::Reduce | ArrayOp::Foldl(_) | ArrayOp::Scanl | ArrayOp::Scanr => {
                 let acc_ty = self.type_of(&args[0])?;
                 let tys = [acc_ty, elem_ty(self.type_of(&args[1])?)?];
                 let z = self.lower(&args[0])?;
@@ -377,6 +391,11 @@ impl Translator<'_, '_> {
         let Some(shape) = z.shape() else {
             return unsupported("an accumulator that is a condition");
         };
+        let scan = matches!(op, ArrayOp::Scanl | ArrayOp::Scanr);
+        // A fold's accumulator is copied out of each iteration's
+        // temporaries (a scan's lives in its result), so every iteration
+        // releases them.
+        let carried = if scan { None } else { Some(self.carried(&z)?) };
         let flat = z.to_vec();
         let vars: Vec<_> = flat
             .iter()
@@ -387,7 +406,6 @@ impl Translator<'_, '_> {
                 var
             })
             .collect();
-        let scan = matches!(op, ArrayOp::Scanl | ArrayOp::Scanr);
         let out = if scan {
             let n = self.b.ins().iadd_imm_s(a.len, 1);
             let (ptr, stride) = self.alloc_array(n, &shape)?;
@@ -402,26 +420,7 @@ impl Translator<'_, '_> {
             None
         };
         let in_stride = unchecked_bytes(self.b, &a.elem);
-        // What a step builds in the workspace is dead once the step is done,
-        // except the arrays of the next accumulator: a scan stores them in
-        // its output, a fold in one of two buffers allocated here and used
-        // in turn (the step reads the one, writes the other). The step's
-        // memory is then released.
-        let buffers = if shape.has_array() && !scan {
-            let bytes = self.bytes(&shape)?;
-            let (first, second) = (self.alloc(bytes), self.alloc(bytes));
-            let (write, spare) = (
-                self.b.declare_var(types::I64),
-                self.b.declare_var(types::I64),
-            );
-            self.b.def_var(write, first);
-            self.b.def_var(spare, second);
-            Some((write, spare))
-        } else {
-            None
-        };
         self.for_range(a.len, &mut |t, k| {
-            let mark = t.b.use_var(t.top);
             // scanr walks from the last element to the first.
             let i = if op == ArrayOp::Scanr {
                 let last = t.b.ins().iadd_imm_s(a.len, -1);
@@ -429,11 +428,23 @@ impl Translator<'_, '_> {
             } else {
                 k
             };
-            let current: Vec<Value> = vars.iter().map(|v| t.b.use_var(*v)).collect();
-            let acc = z.rebuild(&mut current.into_iter());
+            let mark = t.mark();
+            let acc = match &carried {
+                Some(c) => t.get(c),
+                None => {
+                    let current: Vec<Value> = vars.iter().map(|v| t.b.use_var(*v)).collect();
+                    z.rebuild(&mut current.into_iter())
+                }
+            };
             let at = t.element_addr(a.ptr, i, in_stride);
             let x = load(t.b, at, &a.elem);
-            let mut next = t.apply(params, body, vec![acc, x], tys)?;
+            let next = t.apply(params, body, vec![acc, x], tys)?;
+            if next.to_vec().len() != vars.len() {
+                return Err(JitError::Internal("accumulator layout changes".into()));
+            }
+            if let Some(c) = &carried {
+                t.set(c, &next)?;
+            }
             if let Some((ptr, stride, _)) = out {
                 let slot = if op == ArrayOp::Scanl {
                     t.b.ins().iadd_imm_s(i, 1)
@@ -442,24 +453,13 @@ impl Translator<'_, '_> {
                 };
                 let at = t.element_addr(ptr, slot, stride);
                 t.store(at, &next, &shape)?;
-                if shape.has_array() {
-                    next = load(t.b, at, &shape);
+                // The next iteration reads the state from the result.
+                let stored = load(t.b, at, &shape);
+                for (var, v) in vars.iter().zip(stored.to_vec()) {
+                    t.b.def_var(*var, v);
                 }
-            } else if let Some((write, spare)) = buffers {
-                let (at, other) = (t.b.use_var(write), t.b.use_var(spare));
-                t.store(at, &next, &shape)?;
-                next = load(t.b, at, &shape);
-                t.b.def_var(write, other);
-                t.b.def_var(spare, at);
             }
-            let next_flat = next.to_vec();
-            if next_flat.len() != vars.len() {
-                return Err(JitError::Internal("accumulator layout changes".into()));
-            }
-            for (var, v) in vars.iter().zip(next_flat) {
-                t.b.def_var(*var, v);
-            }
-            t.b.def_var(t.top, mark);
+            t.release(mark);
             Ok(())
         })?;
         if let Some((ptr, _, n)) = out {
@@ -469,13 +469,19 @@ impl Translator<'_, '_> {
                 elem: shape,
             }));
         }
-        let current: Vec<Value> = vars.iter().map(|v| self.b.use_var(*v)).collect();
-        Ok(z.rebuild(&mut current.into_iter()))
+        match &carried {
+            Some(c) => Ok(self.get(c)),
+            None => unreachable!("a scan returned above"),
+        }
     }
 }
 
 /// Pushes the types a pattern binds.
-fn bind_types(typer: &mut gradlift_lang::types::Typer, pat: &gradlift_lang::Pattern, ty: &Type) {
+pub(crate) fn bind_types(
+    typer: &mut gradlift_lang::types::Typer,
+    pat: &gradlift_lang::Pattern,
+    ty: &Type,
+) {
     use gradlift_lang::Pattern;
     match (pat, ty) {
         (Pattern::Var(n, _), t) => typer.push(n.clone(), t.clone()),

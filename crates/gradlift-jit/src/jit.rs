@@ -71,6 +71,9 @@ impl Jit {
             let (name, _, ptr) = f.symbol();
             builder.symbol(name, ptr);
         }
+        for (name, ptr) in crate::checkpoint::RUNTIME {
+            builder.symbol(name, ptr);
+        }
         JITModule::new(builder)
     }
 
@@ -98,7 +101,15 @@ impl Jit {
                 .map_err(|e| JitError::Codegen(e.to_string()))?;
             libm.push(module.declare_func_in_func(id, b.func));
         }
-        lower_function(&mut b, closed, libm)?;
+        let mut runtime = Vec::new();
+        let sigs = crate::checkpoint::runtime_signatures(module.isa().default_call_conv());
+        for ((name, _), sig) in crate::checkpoint::RUNTIME.iter().zip(sigs) {
+            let id = module
+                .declare_function(name, Linkage::Import, &sig)
+                .map_err(|e| JitError::Codegen(e.to_string()))?;
+            runtime.push(module.declare_func_in_func(id, b.func));
+        }
+        lower_function(&mut b, closed, libm, Some((runtime[0], runtime[1])))?;
         b.finalize(module.target_config());
         if self.verify {
             cranelift_codegen::verify_function(&ctx.func, self.isa.flags())
@@ -312,7 +323,11 @@ impl Compiled {
                     if needed > MAX_WORKSPACE as u64 || ws.memory.len() * 8 >= MAX_WORKSPACE {
                         return Err(CallError::WorkspaceLimit(info as u64));
                     }
-                    ws.memory.resize(needed.div_ceil(8) as usize, 0);
+                    // A fresh zeroed buffer, not a resize: the old contents
+                    // are dead, and the allocator's zeroed pages are only
+                    // made resident as the code touches them.
+                    ws.memory = Vec::new();
+                    ws.memory = vec![0; needed.div_ceil(8) as usize];
                 }
                 Some(s) => return Err(CallError::Status(s)),
                 None => unreachable!("the generated code returns a status, got {status}"),

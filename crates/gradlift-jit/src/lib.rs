@@ -18,6 +18,7 @@
 
 pub mod abi;
 mod arrays;
+mod checkpoint;
 mod eta;
 mod jit;
 mod layout;

@@ -45,6 +45,9 @@ pub(crate) struct Translator<'a, 'f> {
     pub fail: Block,
     /// The imported shims, by [`Libm`] order.
     pub libm: Vec<FuncRef>,
+    /// The imported schedule functions of checkpointed loops (start,
+    /// next), where the code runs in this process.
+    pub runtime: crate::checkpoint::Runtime,
 }
 
 pub(crate) fn unsupported<T>(what: impl Into<String>) -> Result<T, JitError> {
@@ -57,6 +60,7 @@ pub(crate) fn lower_function(
     b: &mut FunctionBuilder,
     closed: &Closed,
     libm: Vec<FuncRef>,
+    runtime: crate::checkpoint::Runtime,
 ) -> Result<(), JitError> {
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
@@ -82,6 +86,7 @@ pub(crate) fn lower_function(
         end,
         fail,
         libm,
+        runtime,
     };
     for (k, name) in closed.size_vars.iter().enumerate() {
         let v =

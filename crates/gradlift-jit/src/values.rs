@@ -26,18 +26,6 @@ pub(crate) enum Shape {
     Array(Value, Box<Shape>),
 }
 
-impl Shape {
-    /// Whether the layout contains an array (so a value of it may point
-    /// into the workspace).
-    pub fn has_array(&self) -> bool {
-        match self {
-            Shape::Real => false,
-            Shape::Tuple(ss) => ss.iter().any(Shape::has_array),
-            Shape::Array(..) => true,
-        }
-    }
-}
-
 /// An array: a pointer to its first element, its length, the element layout.
 #[derive(Clone, Debug)]
 pub(crate) struct ArrayVal {

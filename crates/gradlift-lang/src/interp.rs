@@ -14,6 +14,7 @@
 
 use crate::deep::guard;
 use crate::prim::{Prim, PrimKind};
+use crate::schedule::{Action, Machine};
 use crate::scope::Scope;
 use crate::span::{Span, Spanned};
 use crate::syntax::*;
@@ -448,12 +449,13 @@ impl Interpreter<'_> {
                 }
                 Ok(Value::array(out))
             }
-            ArrayOp::Reduce | ArrayOp::Foldl | ArrayOp::Scanl | ArrayOp::Scanr => {
+            ArrayOp::Revfold(schedule) => self.revfold(schedule, &callee, args, span),
+            ArrayOp::Reduce | ArrayOp::Foldl(_) | ArrayOp::Scanl | ArrayOp::Scanr => {
                 let z = self.eval(&args[0])?;
                 let a = self.eval(&args[1])?;
                 let xs = array(&a, op.name(), args[1].span)?;
                 match op {
-                    ArrayOp::Reduce | ArrayOp::Foldl => {
+                    ArrayOp::Reduce | ArrayOp::Foldl(_) => {
                         let mut acc = z;
                         for x in xs.iter() {
                             acc = self.invoke(&callee, vec![acc, x.clone()], span)?;
@@ -481,10 +483,61 @@ impl Interpreter<'_> {
                         }
                         Ok(Value::array(out))
                     }
-                    ArrayOp::Map | ArrayOp::Map2 => unreachable!("handled above"),
+                    ArrayOp::Map | ArrayOp::Map2 | ArrayOp::Revfold(_) => {
+                        unreachable!("handled above")
+                    }
                 }
             }
         }
+    }
+
+    /// `revfold VJP STEP v A z f`, run by its checkpoint schedule.
+    fn revfold(
+        &mut self,
+        schedule: Schedule,
+        vjp: &Callee<'_>,
+        args: &[Expr],
+        span: Span,
+    ) -> EResult<Value> {
+        let step = self.callee(&args[0])?;
+        let mut state = self.eval(&args[1])?;
+        let a = self.eval(&args[2])?;
+        let mut cotangent = self.eval(&args[3])?;
+        let mut acc = self.eval(&args[4])?;
+        let xs = array(&a, "`revfold`", args[2].span)?;
+        let n = xs.len() as u64;
+        self.allocate(xs.len() + schedule.slots(n) as usize, span)?;
+        let mut slots: Vec<Option<Value>> = vec![None; schedule.slots(n) as usize];
+        let mut out: Vec<Value> = vec![Value::Real(0.0); xs.len()];
+        let mut buf = vec![0i64; schedule.words(n) as usize];
+        let mut machine = Machine::start(schedule, n, &mut buf);
+        loop {
+            match machine.next() {
+                Action::Done => break,
+                Action::Advance { from, count } => {
+                    for x in &xs[from as usize..(from + count) as usize] {
+                        state = self.invoke(&step, vec![state, x.clone()], span)?;
+                    }
+                }
+                Action::Store(k) => slots[k as usize] = Some(state.clone()),
+                Action::Restore(k) => {
+                    state = slots[k as usize].clone().expect("a stored slot");
+                }
+                Action::Reverse(i) => {
+                    let x = xs[i as usize].clone();
+                    let r = self.invoke(vjp, vec![state.clone(), x, cotangent, acc], span)?;
+                    let Value::Tuple(parts) = r else {
+                        return at("the function of `revfold` must return a triple", span);
+                    };
+                    let [g, e, f] = &parts[..] else {
+                        return at("the function of `revfold` must return a triple", span);
+                    };
+                    (cotangent, acc) = (g.clone(), f.clone());
+                    out[i as usize] = e.clone();
+                }
+            }
+        }
+        Ok(Value::tuple(vec![cotangent, Value::array(out), acc]))
     }
 
     fn builtin(&mut self, b: Builtin, args: &[Expr], span: Span) -> EResult<Value> {

@@ -62,6 +62,7 @@ pub const KEYWORDS: &[&str] = &[
     "map2",
     "reduce",
     "foldl",
+    "revfold",
     "scanl",
     "scanr",
     "shift1L",
@@ -85,7 +86,7 @@ pub fn is_keyword(s: &str) -> bool {
 
 const PUNCT: &[&str] = &[
     "->", "<=", ">=", "==", "!=", "(", ")", "[", "]", ",", ";", ":", ".", "=", "+", "-", "*", "/",
-    "<", ">", "_",
+    "<", ">", "_", "@",
 ];
 
 /// A character the lexer does not know.

@@ -510,14 +510,60 @@ impl Parser {
         })
     }
 
+    /// `@checkpoint(K)` or `@checkpoint(binomial C)`.
+    fn checkpoint(&mut self) -> PResult<Schedule> {
+        let start = self.expect_punct("@")?;
+        if !self.is_kw("checkpoint") {
+            return self.expected("`checkpoint` after `@`");
+        }
+        self.bump();
+        self.expect_punct("(")?;
+        let binomial = self.is_kw("binomial");
+        if binomial {
+            self.bump();
+        }
+        let Tok::Number(text) = self.peek().clone() else {
+            return self.expected(if binomial {
+                "the number of snapshots"
+            } else {
+                "a block length or `binomial`"
+            });
+        };
+        let at = self.bump().span;
+        let what = if binomial { "binomial:" } else { "" };
+        let schedule = Schedule::parse(&format!("{what}{text}"))
+            .map_err(|message| SyntaxError::Invalid { message, span: at })?;
+        self.expect_punct(")")?;
+        if !(self.is_kw("foldl") || self.is_kw("revfold")) {
+            let span = start.to(self.prev_span());
+            return Err(SyntaxError::Invalid {
+                message: format!(
+                    "`@checkpoint` applies to a `foldl`, but {} follows it",
+                    self.peek()
+                ),
+                span,
+            });
+        }
+        Ok(schedule)
+    }
+
     fn application(&mut self) -> PResult<Expr> {
         let start = self.span();
+        let schedule = if self.is_punct("@") {
+            Some(self.checkpoint()?)
+        } else {
+            None
+        };
         let array_op = match self.peek() {
             Tok::Ident(s) => match s.as_str() {
                 "map" => Some(ArrayOp::Map),
                 "map2" => Some(ArrayOp::Map2),
                 "reduce" => Some(ArrayOp::Reduce),
-                "foldl" => Some(ArrayOp::Foldl),
+                "foldl" => Some(ArrayOp::Foldl(schedule)),
+                "revfold" => match schedule {
+                    Some(s) => Some(ArrayOp::Revfold(s)),
+                    None => return self.expected("`@checkpoint(…)` before `revfold`"),
+                },
                 "scanl" => Some(ArrayOp::Scanl),
                 "scanr" => Some(ArrayOp::Scanr),
                 _ => None,

@@ -260,6 +260,9 @@ impl Printer {
                 self.out.push(')');
             }
             ExprKind::ArrayOp(op, f, args) => {
+                if let Some(schedule) = op.schedule() {
+                    self.out.push_str(&format!("@checkpoint({schedule}) "));
+                }
                 self.out.push_str(op.name());
                 self.out.push(' ');
                 self.expr(f, LEVEL_POSTFIX);

@@ -12,6 +12,7 @@
 //! short one. Dropping a tree is guarded the same way.
 
 use crate::prim::Prim;
+pub use crate::schedule::Schedule;
 use crate::span::Span;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -242,12 +243,23 @@ pub enum ArrayOp {
     Map2,
     /// `reduce F z A`
     Reduce,
-    /// `foldl F z A`
-    Foldl,
+    /// `foldl F z A`, with the checkpoint schedule of its reverse
+    /// (`@checkpoint(…) foldl F z A`; `None` keeps every state).
+    Foldl(Option<Schedule>),
     /// `scanl F z A`
     Scanl,
     /// `scanr F z A`
     Scanr,
+    /// `@checkpoint(…) revfold VJP STEP v A z f` (Target only): the reverse
+    /// of `foldl STEP v A` under a checkpoint schedule. `STEP: (S, E) -> S`;
+    /// `VJP: (S, E, S, F) -> (S, E, F)` maps a state, an element, the
+    /// cotangent of the next state and an accumulator to the cotangents of
+    /// the state and the element and the updated accumulator. The result is
+    /// `(v̄, Ā, f')`: the cotangent of `v`, the elements' cotangents, and the
+    /// accumulator after every step, each step reversed once, from the last.
+    /// (The element's cotangent may be `()` instead of an `E`, when the step
+    /// ignores its element.)
+    Revfold(Schedule),
 }
 
 impl ArrayOp {
@@ -257,7 +269,8 @@ impl ArrayOp {
             ArrayOp::Map => "map",
             ArrayOp::Map2 => "map2",
             ArrayOp::Reduce => "reduce",
-            ArrayOp::Foldl => "foldl",
+            ArrayOp::Foldl(_) => "foldl",
+            ArrayOp::Revfold(_) => "revfold",
             ArrayOp::Scanl => "scanl",
             ArrayOp::Scanr => "scanr",
         }
@@ -267,6 +280,7 @@ impl ArrayOp {
     pub fn arity(self) -> usize {
         match self {
             ArrayOp::Map => 1,
+            ArrayOp::Revfold(_) => 5,
             _ => 2,
         }
     }
@@ -275,7 +289,20 @@ impl ArrayOp {
     pub fn fn_arity(self) -> usize {
         match self {
             ArrayOp::Map => 1,
+            ArrayOp::Revfold(_) => 4,
             _ => 2,
+        }
+    }
+
+    /// `foldl` without a checkpoint schedule.
+    pub const FOLDL: ArrayOp = ArrayOp::Foldl(None);
+
+    /// The checkpoint schedule written on the operation.
+    pub fn schedule(self) -> Option<Schedule> {
+        match self {
+            ArrayOp::Foldl(s) => s,
+            ArrayOp::Revfold(s) => Some(s),
+            _ => None,
         }
     }
 }

@@ -684,7 +684,7 @@ impl Gen {
                 _ => step,
             }
         });
-        arr_op(ArrayOp::Foldl, lam(&[a, x], body), vec![init, array])
+        arr_op(ArrayOp::FOLDL, lam(&[a, x], body), vec![init, array])
     }
 
     fn call_helper(&mut self, ret: &Type, depth: u32) -> Option<Expr> {

@@ -945,7 +945,33 @@ impl Checker<'_> {
                 let u = self.check_fn(f, &[t1, t2], &what)?;
                 Ok(Type::array(u, n1))
             }
-            ArrayOp::Reduce | ArrayOp::Foldl | ArrayOp::Scanl | ArrayOp::Scanr => {
+            ArrayOp::Revfold(_) => {
+                let s = self.value(&args[1])?;
+                let (t, n) = self.array(&args[2], "`revfold`")?;
+                let z = self.value(&args[3])?;
+                if z != s {
+                    return mismatch("the cotangent of `revfold`", &s, &z, args[3].span);
+                }
+                let acc = self.value(&args[4])?;
+                let next =
+                    self.check_fn(&args[0], &[s.clone(), t.clone()], "the step of `revfold`")?;
+                if next != s {
+                    return mismatch("the step of `revfold`", &s, &next, args[0].span);
+                }
+                let r = self.check_fn(f, &[s.clone(), t.clone(), s.clone(), acc.clone()], &what)?;
+                // The elements' cotangents are of the elements' type, or `()`
+                // when the step ignores its element.
+                let e = match &r {
+                    Type::Tuple(parts) if parts.len() == 3 => parts[1].clone(),
+                    _ => t.clone(),
+                };
+                let want = Type::Tuple(vec![s.clone(), e.clone(), acc.clone()]);
+                if r != want || (e != t && e != Type::Tuple(Vec::new())) {
+                    return mismatch(format!("the result of {what}"), &want, &r, f.span);
+                }
+                Ok(Type::Tuple(vec![s, Type::array(e, n), acc]))
+            }
+            ArrayOp::Reduce | ArrayOp::Foldl(_) | ArrayOp::Scanl | ArrayOp::Scanr => {
                 let s = self.value(&args[0])?;
                 let (t, n) = self.array(&args[1], &format!("`{}`", op.name()))?;
                 if op == ArrayOp::Reduce && t != s {

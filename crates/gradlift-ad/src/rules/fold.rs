@@ -8,6 +8,9 @@
 //! way unless `(F, z)` is a known monoid.
 //!
 //! Known monoids, for the cotangent `z` of `r`:
+//! - `(acc, x. max(acc, x))` or `min`, from any `v`: `z` goes to the first
+//!   element equal to `r` if one beats `v`, else to `v`
+//!   ([`Deriver::extremum_backward`]).
 //! - `(+, 0)`: `Ā += map (x. z) A` (OnesLike(A) · z).
 //! - `(*, 1)`: `Ā += z · map2 (*) (shift1L (scanr (*) 1 A)) (shift1R (scanl (*) 1 A))`,
 //!   the product of all other elements without a division (exact with zeros).
@@ -46,6 +49,10 @@ use gradlift_lang::Prim;
 pub(crate) enum Monoid {
     Sum,
     Product,
+    /// `(acc, x. max(acc, x))` from any start.
+    Max,
+    /// `(acc, x. min(acc, x))` from any start.
+    Min,
 }
 
 /// `(a, b. a + b)` with `0`, or `(a, b. a * b)` with `1` (either operand
@@ -58,6 +65,14 @@ pub(crate) fn known_monoid(params: &[Name], body: &Expr, init: &Expr) -> Option<
         return None;
     };
     let operands = (a == &params[0] && b == &params[1]) || (a == &params[1] && b == &params[0]);
+    // `max(acc, x)` keeps the accumulator on a tie and ignores a NaN element
+    // (only `x > acc` replaces it): the operand order matters.
+    let in_order = a == &params[0] && b == &params[1];
+    match p {
+        Prim::Max if in_order => return Some(Monoid::Max),
+        Prim::Min if in_order => return Some(Monoid::Min),
+        _ => {}
+    }
     let ExprKind::Const(unit) = init.kind else {
         return None;
     };
@@ -79,6 +94,7 @@ impl Deriver {
         lambda(vec![pvar(&a), pvar(&b)], mul(var(&a), var(&b)))
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn monoid_backward(
         &mut self,
         sw: &mut Sweep,
@@ -86,10 +102,14 @@ impl Deriver {
         body: &Expr,
         args: &[Arg],
         unit: &Expr,
+        out: &Expr,
         z: Expr,
     ) -> AdResult<()> {
         let (a, a_ty) = &args[1];
         let contribution = match known_monoid(params, body, unit).expect("fast path") {
+            m @ (Monoid::Max | Monoid::Min) => {
+                return self.extremum_backward(sw, m == Monoid::Max, args, out, z)
+            }
             Monoid::Sum => {
                 let x = self.names.fresh("x");
                 array_op(ArrayOp::Map, lambda(vec![pvar(&x)], z), vec![a.clone()])
@@ -114,6 +134,87 @@ impl Deriver {
             }
         };
         self.add(sw, a, a_ty, Adj::Val(contribution));
+        Ok(())
+    }
+
+    /// `r = foldl (acc, x. max(acc, x)) v A` (or `min`): the result is the
+    /// start `v` unless some element beats it strictly (`r > v`; false when
+    /// either is NaN), and then it is the first element equal to `r`, since
+    /// every earlier one is smaller and no later one is larger. So:
+    ///
+    /// ```text
+    /// k  = if r > v then reduce min n (map2 (i, x. if x == r then i else n) (iota n) A) else n
+    /// Ā += map (i. if i == k then z else 0) (iota n)
+    /// v̄ += if r > v then 0 else z
+    /// ```
+    ///
+    /// (`<` for `min`). Three passes over `A`, no states.
+    fn extremum_backward(
+        &mut self,
+        sw: &mut Sweep,
+        is_max: bool,
+        args: &[Arg],
+        out: &Expr,
+        z: Expr,
+    ) -> AdResult<()> {
+        let (v, v_ty) = &args[0];
+        let (a, a_ty) = &args[1];
+        let beats = |r: Expr, v: Expr| {
+            if is_max {
+                prim(Prim::Gt, vec![r, v])
+            } else {
+                prim(Prim::Lt, vec![r, v])
+            }
+        };
+        let n = self.bind(&mut sw.rev, "n", builtin(Builtin::Len, vec![a.clone()]));
+        let iota = self.bind(
+            &mut sw.rev,
+            "positions",
+            builtin(Builtin::Iota, vec![builtin(Builtin::Len, vec![a.clone()])]),
+        );
+        let (i, x) = (self.names.fresh("i"), self.names.fresh("x"));
+        let candidates = array_op(
+            ArrayOp::Map2,
+            lambda(
+                vec![pvar(&i), pvar(&x)],
+                cond(
+                    prim(Prim::Eq, vec![var(&x), out.clone()]),
+                    var(&i),
+                    n.clone(),
+                ),
+            ),
+            vec![iota.clone(), a.clone()],
+        );
+        let (p, q) = (self.names.fresh("p"), self.names.fresh("q"));
+        let first = array_op(
+            ArrayOp::Reduce,
+            lambda(
+                vec![pvar(&p), pvar(&q)],
+                prim(Prim::Min, vec![var(&p), var(&q)]),
+            ),
+            vec![n.clone(), candidates],
+        );
+        let k = self.bind(
+            &mut sw.rev,
+            "argext",
+            cond(beats(out.clone(), v.clone()), first, n.clone()),
+        );
+        let j = self.names.fresh("i");
+        let elems = array_op(
+            ArrayOp::Map,
+            lambda(
+                vec![pvar(&j)],
+                cond(
+                    prim(Prim::Eq, vec![var(&j), k]),
+                    z.clone(),
+                    Expr::structural_zero(),
+                ),
+            ),
+            vec![iota],
+        );
+        self.add(sw, a, a_ty, Adj::Val(elems));
+        let start = cond(beats(out.clone(), v.clone()), Expr::structural_zero(), z);
+        self.add(sw, v, v_ty, Adj::Val(start));
         Ok(())
     }
 

@@ -7,6 +7,7 @@
 //! transform applied to the body (so nested operations work, §4 NAO).
 
 pub(crate) mod arrays;
+pub(crate) mod checkpoint;
 pub(crate) mod cond;
 pub(crate) mod fold;
 pub(crate) mod map;
@@ -35,15 +36,28 @@ impl Deriver {
     ) -> AdResult<()> {
         match (op, states) {
             (ArrayOp::Map | ArrayOp::Map2, _) => self.map_backward(sw, params, body, args, ty, z),
-            (ArrayOp::Reduce | ArrayOp::Foldl, None) => {
-                let unit = self.constant_value(&args[0].0);
-                self.monoid_backward(sw, params, body, args, &unit, z)
+            (ArrayOp::Foldl(Some(schedule)), None)
+                if !crate::rules::fold::is_known_monoid(
+                    params,
+                    body,
+                    &self.constant_value(&args[0].0),
+                ) =>
+            {
+                self.checkpoint_backward(sw, schedule, params, body, args, ty, z)
             }
-            (ArrayOp::Reduce | ArrayOp::Foldl, Some(states)) => {
+            (ArrayOp::Reduce | ArrayOp::Foldl(_), None) => {
+                let unit = self.constant_value(&args[0].0);
+                self.monoid_backward(sw, params, body, args, &unit, out, z)
+            }
+            (ArrayOp::Reduce | ArrayOp::Foldl(_), Some(states)) => {
                 self.fold_backward(sw, params, body, args, &states, ty, z)
             }
             (ArrayOp::Scanl, _) => self.scan_backward(sw, params, body, args, out, z, true),
             (ArrayOp::Scanr, _) => self.scan_backward(sw, params, body, args, out, z, false),
+            (ArrayOp::Revfold(_), _) => Err(crate::direct::AdError::Unsupported {
+                what: "a `revfold` (a Target form)".into(),
+                span: out.span,
+            }),
         }
     }
 

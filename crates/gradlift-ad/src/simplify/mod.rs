@@ -146,15 +146,34 @@ pub fn simplify(e: &Expr, opts: &Options) -> Result<Expr, SimplifyError> {
     simplify_with_stats(e, opts).map(|(e, _)| e)
 }
 
+/// [`simplify`] of the body of a function: the names it binds avoid
+/// `reserved` too (its size variables, which its types mention even where
+/// the term does not).
+pub fn simplify_avoiding(
+    e: &Expr,
+    opts: &Options,
+    reserved: &[gradlift_lang::Name],
+) -> Result<Expr, SimplifyError> {
+    run(e, opts, reserved).map(|(e, _)| e)
+}
+
 /// [`simplify`], also returning how often each rule fired.
 pub fn simplify_with_stats(e: &Expr, opts: &Options) -> Result<(Expr, Stats), SimplifyError> {
+    run(e, opts, &[])
+}
+
+fn run(
+    e: &Expr,
+    opts: &Options,
+    reserved: &[gradlift_lang::Name],
+) -> Result<(Expr, Stats), SimplifyError> {
     let mut stats = Stats::default();
-    let (mut term, mut report) = round(e, opts, &mut stats)?;
+    let (mut term, mut report) = round(e, opts, reserved, &mut stats)?;
     for _ in 1..MAX_ROUNDS {
         if !report.exposed_arrays {
             break;
         }
-        (term, report) = round(&term, opts, &mut stats)?;
+        (term, report) = round(&term, opts, reserved, &mut stats)?;
     }
     Ok((term, stats))
 }
@@ -163,9 +182,10 @@ pub fn simplify_with_stats(e: &Expr, opts: &Options) -> Result<(Expr, Stats), Si
 fn round(
     e: &Expr,
     opts: &Options,
+    reserved: &[gradlift_lang::Name],
     stats: &mut Stats,
 ) -> Result<(Expr, dce::Report), SimplifyError> {
-    let (term, names) = pe::run(e, opts, stats)?;
+    let (term, names) = pe::run(e, opts, reserved, stats)?;
     let (term, temps) = if opts.cse && cse::has_repeats(&term) {
         cse::run(term, names, stats)
     } else {

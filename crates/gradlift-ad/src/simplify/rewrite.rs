@@ -209,10 +209,10 @@ pub(super) fn array(
                 )
             })
         }
-        (ArrayOp::Reduce | ArrayOp::Foldl, FnShape::Prim(Prim::Mul)) => fill(1)
+        (ArrayOp::Reduce | ArrayOp::Foldl(_), FnShape::Prim(Prim::Mul)) => fill(1)
             .is_some_and(|f| f.is_ones())
             .then_some((Rule::ReduceMulOnes, Arg(0))),
-        (ArrayOp::Reduce | ArrayOp::Foldl, FnShape::Prim(Prim::Add)) => {
+        (ArrayOp::Reduce | ArrayOp::Foldl(_), FnShape::Prim(Prim::Add)) => {
             let unit_kept = |f: FillRef| {
                 f.adds_nothing(opts)
                     || (f.value.to_bits() == 0f64.to_bits()

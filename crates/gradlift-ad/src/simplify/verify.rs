@@ -73,9 +73,13 @@ fn check(e: &Expr, function_position: bool) -> Result<(), (Span, String)> {
                 format!("the variable `{n}` of function type as the function argument of an array operation"),
             )),
             ExprKind::Apply(..) => Err((e.span, "an application `f(…)`".into())),
-            ExprKind::ArrayOp(_, f, args) => {
+            ExprKind::ArrayOp(op, f, args) => {
                 check(f, true)?;
-                args.iter().try_for_each(|a| check(a, false))
+                // `revfold`'s step function is its first argument.
+                let step = matches!(op, ArrayOp::Revfold(_));
+                args.iter()
+                    .enumerate()
+                    .try_for_each(|(i, a)| check(a, step && i == 0))
             }
             _ => e.children().into_iter().try_for_each(|c| check(c, false)),
         }

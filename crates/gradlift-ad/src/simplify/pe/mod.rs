@@ -131,7 +131,12 @@ fn components(vs: Rc<Vec<Val>>) -> Vec<Val> {
 
 /// Partially evaluates `e`; also returns the names handed out (every
 /// binder of the result, and the free variables).
-pub(super) fn run(e: &Expr, opts: &Options, stats: &mut Stats) -> Res<(Expr, Names)> {
+pub(super) fn run(
+    e: &Expr,
+    opts: &Options,
+    reserved: &[Name],
+    stats: &mut Stats,
+) -> Res<(Expr, Names)> {
     let mut pe = Pe {
         opts,
         stats,
@@ -148,7 +153,9 @@ pub(super) fn run(e: &Expr, opts: &Options, stats: &mut Stats) -> Res<(Expr, Nam
     let mut free = FreeNames::default();
     pe.collect_free(e, &mut Env::default(), 0, &mut free);
     let size = pe.walked;
-    pe.names = Names::avoiding(free.list, size);
+    let mut avoid = free.list;
+    avoid.extend(reserved.iter().cloned());
+    pe.names = Names::avoiding(avoid, size);
     pe.env = Env::with_capacity(size);
     let v = pe.eval(e)?;
     let body = pe.residual(v, e.span)?;
@@ -306,6 +313,15 @@ impl Pe<'_> {
                 self.index(v, *k, span)
             }
             ExprKind::Lambda(params, body) => Ok(self.closure(params, body)),
+            ExprKind::ArrayOp(op @ ArrayOp::Revfold(_), f, args) => {
+                // The step function is an argument: it stays a lambda.
+                let step = self.function(&args[0], 2)?;
+                let vals = self.eval_all(&args[1..])?;
+                let f = self.function(f, op.fn_arity())?;
+                let mut rest = self.residual_all(vals, span)?;
+                rest.insert(0, step);
+                Ok(code(ExprKind::ArrayOp(*op, Box::new(f), rest), span))
+            }
             ExprKind::ArrayOp(op, f, args) => {
                 let vals = self.eval_all(args)?;
                 let f = self.function(f, op.fn_arity())?;
