@@ -222,10 +222,23 @@ pub fn hvp_program(
     index: usize,
     options: Options,
 ) -> Result<Closed, AdError> {
+    hvp_program_wrt(module, index, None, options)
+}
+
+/// [`hvp_program`] with respect to the parameters `wrt` only (all value
+/// parameters when `None`): the gradient and the Hessian-vector product
+/// are those of `wrt`; the program still takes a direction for every value
+/// parameter (give zeros for the others).
+pub fn hvp_program_wrt(
+    module: &CheckedModule,
+    index: usize,
+    wrt: Option<&[Name]>,
+    options: Options,
+) -> Result<Closed, AdError> {
     let g = gradient(
         module,
         index,
-        None,
+        wrt,
         Options {
             optimize: true,
             ..options

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod fit;
+mod gradbench;
 mod plot;
 
 const ARGS_HELP: &str =
@@ -158,6 +159,16 @@ enum Command {
         "(logistic.json: cargo run --example fit_logistic -- --write-data logistic.json)"
     ))]
     Fit(fit::FitArgs),
+    /// Serve the GradBench protocol on stdin and stdout.
+    ///
+    /// Reads one JSON message per line and answers each in order on
+    /// stdout: modules hello, lse, llsq, ode and kmeans, written in the
+    /// gradlift language (crates/gradlift-cli/gradbench/) and compiled to
+    /// native code when defined. See docs/gradbench.md.
+    #[command(
+        after_help = "Example:\n  echo '{\"id\":0,\"kind\":\"define\",\"module\":\"lse\"}' | gradlift gradbench"
+    )]
+    Gradbench,
 }
 
 /// What every command that runs a function takes.
@@ -352,6 +363,7 @@ fn main() -> ExitCode {
         Command::Hvp(a) => hvp(a),
         Command::Hessian(a) => hessian(a),
         Command::Fit(a) => fit::run(a),
+        Command::Gradbench => gradbench::serve(std::io::stdin().lock(), std::io::stdout().lock()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -503,8 +503,11 @@ impl Compiled {
             match Status::from_code(status) {
                 Some(Status::Ok) => return Ok(()),
                 Some(Status::WorkspaceTooSmall) => {
-                    let needed = (info as u64).max(2 * ws.memory.len() as u64 * 8).max(1024);
-                    if needed > MAX_WORKSPACE as u64 {
+                    // Doubling stops at the limit; only a call that needs
+                    // more than the limit fails.
+                    let doubled = (2 * ws.memory.len() as u64 * 8).min(MAX_WORKSPACE as u64);
+                    let needed = (info as u64).max(doubled).max(1024);
+                    if needed > MAX_WORKSPACE as u64 || ws.memory.len() * 8 >= MAX_WORKSPACE {
                         return Err(CallError::WorkspaceLimit(info as u64));
                     }
                     // A fresh zeroed buffer, not a resize: the old contents

@@ -1,0 +1,292 @@
+#!/usr/bin/env python3
+"""gradlift against JAX on the GradBench modules hello, lse, llsq, ode, kmeans.
+
+Each module runs at the GradBench sizes through `gradlift gradbench` (the
+GradBench protocol on a pipe: the times are those the tool reports, the
+native call alone) and through the same functions written in JAX
+(`jax.jit` of the function and of `jax.grad`, float64, CPU; inputs placed
+on the device before timing, `block_until_ready` inside the timed region).
+Both answers are compared before a row is written.
+
+Columns: the median time per evaluation of each, their ratio
+(gradlift / JAX), gradlift's compile time (once per module, at `define`:
+every function of the module, for every size) and JAX's (per function and
+size, since `jax.jit` compiles once per input shape: the first call's time
+minus the median), and the first call of each with its compilation
+included (gradlift: the module's compile time plus its first run).
+
+Run it through benches/peers/run.sh, which builds gradlift in release
+mode and installs JAX into a virtual environment:
+
+    benches/peers/run.sh                 # every size
+    benches/peers/run.sh --quick         # the smaller half of the sizes
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+jax.config.update("jax_enable_x64", True)
+jax.config.update("jax_platforms", "cpu")
+
+
+# ---------------------------------------------------------------- JAX side
+
+
+def lse_primal(x):
+    a = jnp.max(x)
+    return a + jnp.log(jnp.sum(jnp.exp(x - a)))
+
+
+def llsq_primal(x, n):
+    m = x.shape[0]
+    t = -1.0 + 2.0 * jnp.arange(n) / (n - 1)
+    powers = jnp.vander(t, m, increasing=True)  # powers[i, j] = t_i^j
+    r = jnp.sign(t) - powers @ x
+    return 0.5 * jnp.sum(r * r)
+
+
+def ode_primal(x, s):
+    h = 2.0 / s
+
+    def f(y):
+        return jnp.concatenate([x[:1], x[1:] * y[:-1]])
+
+    def step(y, _):
+        k1 = f(y)
+        k2 = f(y + h / 2 * k1)
+        k3 = f(y + h / 2 * k2)
+        k4 = f(y + h * k3)
+        return y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4), None
+
+    y, _ = jax.lax.scan(step, jnp.zeros_like(x), None, length=s)
+    return y
+
+
+def kmeans_cost(points, centroids):
+    # |c - p|^2 = |p|^2 + |c|^2 - 2 p.c, the distances by one matrix product.
+    d2 = (
+        jnp.sum(points**2, axis=1)[:, None]
+        + jnp.sum(centroids**2, axis=1)[None, :]
+        - 2 * points @ centroids.T
+    )
+    return jnp.sum(jnp.min(d2, axis=1))
+
+
+def kmeans_dir(points, centroids):
+    grad = jax.grad(lambda c: kmeans_cost(points, c))
+    j, h = jax.jvp(grad, (centroids,), (jnp.ones_like(centroids),))
+    return j / h
+
+
+JAX = {
+    ("hello", "square"): jax.jit(lambda x: x * x),
+    ("hello", "double"): jax.jit(jax.grad(lambda x: x * x)),
+    ("lse", "primal"): jax.jit(lse_primal),
+    ("lse", "gradient"): jax.jit(jax.grad(lse_primal)),
+    ("llsq", "primal"): jax.jit(llsq_primal, static_argnums=1),
+    ("llsq", "gradient"): jax.jit(jax.grad(llsq_primal), static_argnums=1),
+    ("ode", "primal"): jax.jit(ode_primal, static_argnums=1),
+    ("ode", "gradient"): jax.jit(
+        jax.grad(lambda x, s: ode_primal(x, s)[-1]), static_argnums=1
+    ),
+    ("kmeans", "cost"): jax.jit(kmeans_cost),
+    ("kmeans", "dir"): jax.jit(kmeans_dir),
+}
+
+
+def jax_args(module, input):
+    """The JAX arguments of an input, on the device."""
+    if module == "hello":
+        return (jnp.float64(input),)
+    if module == "lse":
+        return (jax.device_put(np.array(input["x"])),)
+    if module == "llsq":
+        return (jax.device_put(np.array(input["x"])), input["n"])
+    if module == "ode":
+        return (jax.device_put(np.array(input["x"])), input["s"])
+    if module == "kmeans":
+        return (
+            jax.device_put(np.array(input["points"])),
+            jax.device_put(np.array(input["centroids"])),
+        )
+    raise ValueError(module)
+
+
+def time_jax(module, function, input, min_runs, min_seconds):
+    f = JAX[(module, function)]
+    args = jax_args(module, input)
+    start = time.perf_counter_ns()
+    out = jax.block_until_ready(f(*args))
+    first = time.perf_counter_ns() - start
+    times = []
+    while len(times) < min_runs or sum(times) < min_seconds * 1e9:
+        start = time.perf_counter_ns()
+        out = jax.block_until_ready(f(*args))
+        times.append(time.perf_counter_ns() - start)
+    return np.asarray(out), first, float(np.median(times))
+
+
+# ------------------------------------------------------------ gradlift side
+
+
+class Tool:
+    """`gradlift gradbench` on a pipe."""
+
+    def __init__(self, binary):
+        self.proc = subprocess.Popen(
+            [binary, "gradbench"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.id = 0
+
+    def send(self, message):
+        message = dict(message, id=self.id)
+        self.id += 1
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+        answer = json.loads(self.proc.stdout.readline())
+        assert answer["id"] == message["id"], answer
+        return answer
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+# ------------------------------------------------------------------ sizes
+
+
+def inputs(module, quick):
+    """(description, input) at the GradBench sizes, inputs as GradBench
+    draws them (uniform in [0, 1), fixed seed)."""
+    rng = np.random.default_rng(31337)
+    if module == "hello":
+        yield "x=1.5", 1.5
+    elif module == "lse":
+        ns = [2500 * 2**i for i in range(10)]  # 2,500 … 1,280,000
+        for n in ns[:5] if quick else ns:
+            yield f"n={n}", {"x": rng.random(n).tolist()}
+    elif module == "llsq":
+        ns = [16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8196, 16392]
+        for n in ns[::2] if quick else ns:
+            yield f"m=128,n={n}", {"x": rng.random(128).tolist(), "n": n}
+    elif module == "ode":
+        cases = sorted(
+            [(n, s) for n in [1000, 10000, 100000] for s in [1, 10, 100]],
+            key=lambda c: c[0] * c[1],
+        )
+        for n, s in [c for c in cases if c[0] * c[1] <= 100000] if quick else cases:
+            yield f"n={n},s={s}", {"x": rng.random(n).tolist(), "s": s}
+    elif module == "kmeans":
+        for n in [1000] if quick else [1000, 10000]:
+            for k in [10, 100, 1000]:
+                for d in [8, 16]:
+                    points = rng.random((n, d))
+                    # The last k points as centroids: every cluster has a point.
+                    yield f"n={n},k={k},d={d}", {
+                        "points": points.tolist(),
+                        "centroids": points[-k:].tolist(),
+                    }
+
+
+FUNCTIONS = {
+    "hello": ["square", "double"],
+    "lse": ["primal", "gradient"],
+    "llsq": ["primal", "gradient"],
+    "ode": ["primal", "gradient"],
+    "kmeans": ["cost", "dir"],
+}
+
+
+def fmt_ns(ns):
+    if ns < 1e3:
+        return f"{ns:.0f} ns"
+    if ns < 1e6:
+        return f"{ns / 1e3:.3g} µs"
+    if ns < 1e9:
+        return f"{ns / 1e6:.3g} ms"
+    return f"{ns / 1e9:.3g} s"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--gradlift", default="target/release/gradlift")
+    parser.add_argument("--modules", nargs="+", default=list(FUNCTIONS))
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--min-runs", type=int, default=3)
+    parser.add_argument("--min-seconds", type=float, default=0.5)
+    parser.add_argument("--out", help="also write the table to this file")
+    args = parser.parse_args()
+
+    rows = []
+    header = (
+        "| module | function | size | gradlift | JAX | gradlift / JAX "
+        "| gradlift compile (module) | JAX compile | gradlift first call "
+        "| JAX first call |\n"
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    )
+    print(header, flush=True)
+    for module in args.modules:
+        tool = Tool(args.gradlift)
+        tool.send({"kind": "start", "eval": module})
+        defined = tool.send({"kind": "define", "module": module})
+        assert defined["success"], defined
+        compile_ns = sum(t["nanoseconds"] for t in defined["timings"])
+        for description, input in inputs(module, args.quick):
+            for function in FUNCTIONS[module]:
+                runs = {"min_runs": args.min_runs, "min_seconds": args.min_seconds}
+                answer = tool.send(
+                    {
+                        "kind": "evaluate",
+                        "module": module,
+                        "function": function,
+                        "input": (input | runs) if isinstance(input, dict) else input,
+                    }
+                )
+                expected, jax_first, jax_ns = time_jax(
+                    module, function, input, args.min_runs, args.min_seconds
+                )
+                if not answer["success"]:
+                    row = (
+                        f"| {module} | {function} | {description} | fails: {answer['error']} "
+                        f"| {fmt_ns(jax_ns)} | — | {fmt_ns(compile_ns)} "
+                        f"| {fmt_ns(max(jax_first - jax_ns, 0))} | — | {fmt_ns(jax_first)} |"
+                    )
+                    rows.append(row)
+                    print(row, flush=True)
+                    continue
+                ours = [t["nanoseconds"] for t in answer["timings"]]
+                got = np.asarray(answer["output"], dtype=np.float64)
+                if not np.allclose(got, expected, rtol=1e-6, atol=1e-9):
+                    sys.exit(
+                        f"{module} {function} {description}: gradlift and JAX disagree"
+                        f" (largest difference {np.max(np.abs(got - expected))})"
+                    )
+                our_ns = float(np.median(ours))
+                row = (
+                    f"| {module} | {function} | {description} | {fmt_ns(our_ns)} "
+                    f"| {fmt_ns(jax_ns)} | {our_ns / jax_ns:.2f} | {fmt_ns(compile_ns)} "
+                    f"| {fmt_ns(max(jax_first - jax_ns, 0))} "
+                    f"| {fmt_ns(compile_ns + ours[0])} | {fmt_ns(jax_first)} |"
+                )
+                rows.append(row)
+                print(row, flush=True)
+        tool.close()
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("\n".join([header] + rows) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+//! The GradBench modules gradlift provides: for each, its program (a file
+//! of `crates/gradlift-cli/gradbench/`, built into the binary) and what each
+//! GradBench function computes from the program's definitions.
+
+/// What a GradBench function computes from a definition of the module.
+#[derive(Clone, Copy, Debug)]
+pub enum Derive {
+    /// The definition's value.
+    Value(&'static str),
+    /// The gradient of the definition with respect to one parameter.
+    Gradient {
+        /// The definition.
+        function: &'static str,
+        /// The parameter.
+        wrt: &'static str,
+    },
+    /// The Newton direction J ⊘ H for one parameter, where J is the
+    /// gradient and H the Hessian times a vector of ones (the diagonal of a
+    /// diagonal Hessian), by forward over reverse mode.
+    NewtonDirection {
+        /// The definition.
+        function: &'static str,
+        /// The parameter.
+        wrt: &'static str,
+    },
+}
+
+/// A module: its program and the functions GradBench calls.
+pub struct ModuleSource {
+    /// The name GradBench uses.
+    pub name: &'static str,
+    /// The program.
+    pub text: &'static str,
+    /// GradBench function names and what they compute.
+    pub functions: &'static [(&'static str, Derive)],
+}
+
+/// The modules gradlift provides.
+pub const MODULES: &[ModuleSource] = &[
+    ModuleSource {
+        name: "hello",
+        text: include_str!("../../gradbench/hello.grad"),
+        functions: &[
+            ("square", Derive::Value("square")),
+            (
+                "double",
+                Derive::Gradient {
+                    function: "square",
+                    wrt: "x",
+                },
+            ),
+        ],
+    },
+    ModuleSource {
+        name: "lse",
+        text: include_str!("../../gradbench/lse.grad"),
+        functions: &[
+            ("primal", Derive::Value("primal")),
+            (
+                "gradient",
+                Derive::Gradient {
+                    function: "primal",
+                    wrt: "x",
+                },
+            ),
+        ],
+    },
+    ModuleSource {
+        name: "llsq",
+        text: include_str!("../../gradbench/llsq.grad"),
+        functions: &[
+            ("primal", Derive::Value("primal")),
+            (
+                "gradient",
+                Derive::Gradient {
+                    function: "primal",
+                    wrt: "x",
+                },
+            ),
+        ],
+    },
+    ModuleSource {
+        name: "ode",
+        text: include_str!("../../gradbench/ode.grad"),
+        functions: &[
+            ("primal", Derive::Value("primal")),
+            (
+                "gradient",
+                Derive::Gradient {
+                    function: "last",
+                    wrt: "x",
+                },
+            ),
+        ],
+    },
+    ModuleSource {
+        name: "kmeans",
+        text: include_str!("../../gradbench/kmeans.grad"),
+        functions: &[
+            ("cost", Derive::Value("cost")),
+            (
+                "dir",
+                Derive::NewtonDirection {
+                    function: "cost",
+                    wrt: "centroids",
+                },
+            ),
+        ],
+    },
+];
+
+/// The names of the modules, for messages and tests.
+pub fn module_names() -> Vec<&'static str> {
+    MODULES.iter().map(|m| m.name).collect()
+}

@@ -1,0 +1,349 @@
+//! `gradlift gradbench` end to end: a scripted protocol exchange through the
+//! binary, and every module's outputs at small sizes against a direct Rust
+//! implementation of its formulas (including the ode gradient, by a
+//! tangent-linear Runge–Kutta, and the kmeans Newton direction).
+
+use serde_json::{json, Value as Json};
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+/// Runs `gradlift gradbench` on `messages`, one per line.
+fn session_output(lines: &[String]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gradlift"))
+        .arg("gradbench")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the gradlift binary runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    for line in lines {
+        writeln!(stdin, "{line}").expect("write a message");
+    }
+    drop(stdin);
+    child.wait_with_output().expect("gradlift finishes")
+}
+
+/// The answers to `messages` (the session must end cleanly).
+fn session(messages: &[Json]) -> Vec<Json> {
+    let lines: Vec<String> = messages.iter().map(Json::to_string).collect();
+    let out = session_output(&lines);
+    assert!(
+        out.status.success(),
+        "gradlift gradbench failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .expect("UTF-8 answers")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every answer is one JSON object"))
+        .collect()
+}
+
+/// Defines `module` and evaluates `function` on each input; the outputs.
+fn outputs(module: &str, calls: &[(&str, Json)]) -> Vec<Json> {
+    let mut messages = vec![
+        json!({"id": 0, "kind": "start", "eval": module}),
+        json!({"id": 1, "kind": "define", "module": module}),
+    ];
+    for (i, (function, input)) in calls.iter().enumerate() {
+        messages.push(json!({
+            "id": 2 + i, "kind": "evaluate", "module": module,
+            "function": function, "input": input
+        }));
+    }
+    let answers = session(&messages);
+    assert_eq!(answers.len(), messages.len());
+    assert_eq!(answers[1]["success"], json!(true), "{}", answers[1]);
+    answers[2..]
+        .iter()
+        .map(|a| {
+            assert_eq!(a["success"], json!(true), "{a}");
+            a["output"].clone()
+        })
+        .collect()
+}
+
+fn reals(v: &Json) -> Vec<f64> {
+    match v {
+        Json::Array(xs) => xs.iter().flat_map(reals).collect(),
+        x => vec![x.as_f64().expect("a number")],
+    }
+}
+
+#[track_caller]
+fn assert_close(got: &Json, want: &[f64]) {
+    let got = reals(got);
+    assert_eq!(got.len(), want.len(), "{got:?} against {want:?}");
+    for (g, w) in got.iter().zip(want) {
+        assert!(
+            (g - w).abs() <= 1e-10 * (1.0 + w.abs()),
+            "{got:?} against {want:?}"
+        );
+    }
+}
+
+/// Deterministic reals in [0, 1).
+fn sample(n: usize, seed: u64) -> Vec<f64> {
+    let mut state = seed;
+    (0..n)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        })
+        .collect()
+}
+
+#[test]
+fn a_scripted_session_answers_every_message_in_order() {
+    let messages = [
+        json!({"id": 0, "kind": "start", "eval": "hello"}),
+        json!({"id": 1, "kind": "define", "module": "hello"}),
+        json!({"id": 2, "kind": "evaluate", "module": "hello", "function": "square", "input": 3.0}),
+        json!({"id": 3, "kind": "evaluate", "module": "hello", "function": "double", "input": 9.0}),
+        json!({"id": 4, "kind": "analysis", "of": 3, "valid": true}),
+        json!({"id": 5, "kind": "define", "module": "gmm"}),
+        json!({"id": 6, "kind": "evaluate", "module": "lse", "function": "primal", "input": {"x": [1]}}),
+        json!({"id": 7, "kind": "evaluate", "module": "hello", "function": "cube", "input": 2}),
+        json!({"id": 8, "kind": "evaluate", "module": "hello", "function": "square", "input": [1, 2]}),
+        json!({"id": 9, "kind": "define", "module": "ode"}),
+        // s must be a whole number.
+        json!({"id": 10, "kind": "evaluate", "module": "ode", "function": "primal",
+               "input": {"x": [1, 2], "s": 1.5}}),
+        json!({"id": 11, "kind": "evaluate", "module": "hello", "function": "square",
+               "input": {"x": 2, "min_runs": 5, "min_seconds": 0}}),
+        json!({"id": 12, "kind": "evaluate", "module": "hello", "function": "double",
+               "input": {"x": 2, "min_runs": 1, "min_seconds": 0.02}}),
+        json!({"id": 13, "kind": "something else"}),
+        json!({"id": 14, "kind": "evaluate", "module": "ode", "function": "gradient",
+               "input": {"x": [1, 2], "s": 1, "min_runs": -1}}),
+        json!({"id": 15, "kind": "evaluate", "module": "hello", "function": "square",
+               "input": {"x": 2, "runs": 3}}),
+    ];
+    let answers = session(&messages);
+    assert_eq!(answers.len(), messages.len());
+    for (i, a) in answers.iter().enumerate() {
+        assert_eq!(a["id"], json!(i), "answers come in order: {a}");
+    }
+    assert_eq!(answers[0], json!({"id": 0, "tool": "gradlift"}));
+    assert_eq!(answers[1]["success"], json!(true));
+    let compile = &answers[1]["timings"][0];
+    assert_eq!(compile["name"], json!("compile"));
+    assert!(compile["nanoseconds"].as_u64().unwrap() > 0);
+    assert_eq!(answers[2]["output"], json!(9.0));
+    assert_eq!(answers[3]["output"], json!(18.0));
+    assert_eq!(answers[3]["timings"][0]["name"], json!("evaluate"));
+    assert_eq!(answers[4], json!({"id": 4}));
+    let failed = |i: usize, needle: &str| {
+        assert_eq!(answers[i]["success"], json!(false), "{}", answers[i]);
+        let error = answers[i]["error"].as_str().expect("an error message");
+        assert!(
+            error.contains(needle),
+            "`{error}` should mention `{needle}`"
+        );
+    };
+    failed(5, "no module `gmm`");
+    failed(6, "`lse` is not defined");
+    failed(7, "no function `cube`");
+    failed(8, "x");
+    assert_eq!(answers[9]["success"], json!(true));
+    failed(10, "s");
+    // The tool kept serving after the errors.
+    assert_eq!(answers[11]["output"], json!(4.0));
+    assert_eq!(answers[11]["timings"].as_array().unwrap().len(), 5);
+    let total: u64 = answers[12]["timings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["nanoseconds"].as_u64().unwrap())
+        .sum();
+    assert!(total >= 20_000_000, "min_seconds is honoured: {total} ns");
+    assert_eq!(answers[13], json!({"id": 13}));
+    failed(14, "min_runs");
+    assert_eq!(answers[15]["timings"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn a_message_that_is_not_json_is_a_clean_error() {
+    let out = session_output(&[
+        json!({"id": 0, "kind": "start", "eval": "hello"}).to_string(),
+        "{not json".to_string(),
+    ]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("error: line 2"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        r#"{"id":0,"tool":"gradlift"}"#
+    );
+    let out = session_output(&[json!({"kind": "start"}).to_string()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`id`"));
+}
+
+/// LSE(x) and its gradient, softmax(x).
+fn lse(x: &[f64]) -> (f64, Vec<f64>) {
+    let a = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let sum: f64 = x.iter().map(|v| (v - a).exp()).sum();
+    let value = a + sum.ln();
+    (value, x.iter().map(|v| (v - value).exp()).collect())
+}
+
+#[test]
+fn lse_matches_the_formula() {
+    for (n, seed) in [(1, 1), (5, 2), (40, 3)] {
+        let x: Vec<f64> = sample(n, seed).iter().map(|v| 200.0 * v - 100.0).collect();
+        let out = outputs(
+            "lse",
+            &[("primal", json!({"x": x})), ("gradient", json!({"x": x}))],
+        );
+        let (value, gradient) = lse(&x);
+        assert_close(&out[0], &[value]);
+        assert_close(&out[1], &gradient);
+    }
+}
+
+/// y(x) = ½ Σᵢ (sᵢ − Σⱼ xⱼ tᵢʲ)² and ∂y/∂xⱼ = −Σᵢ rᵢ tᵢʲ.
+fn llsq(x: &[f64], n: usize) -> (f64, Vec<f64>) {
+    let mut value = 0.0;
+    let mut gradient = vec![0.0; x.len()];
+    for i in 0..n {
+        let t = -1.0 + 2.0 * i as f64 / (n as f64 - 1.0);
+        let s = if t > 0.0 {
+            1.0
+        } else if t < 0.0 {
+            -1.0
+        } else {
+            0.0
+        };
+        let powers: Vec<f64> = (0..x.len()).map(|j| t.powi(j as i32)).collect();
+        let r = s - x.iter().zip(&powers).map(|(a, p)| a * p).sum::<f64>();
+        value += 0.5 * r * r;
+        for (g, p) in gradient.iter_mut().zip(&powers) {
+            *g -= r * p;
+        }
+    }
+    (value, gradient)
+}
+
+#[test]
+fn llsq_matches_the_formula() {
+    for (m, n, seed) in [(1, 2, 4), (3, 5, 5), (8, 33, 6)] {
+        let x = sample(m, seed);
+        let input = json!({"x": x, "n": n});
+        let out = outputs("llsq", &[("primal", input.clone()), ("gradient", input)]);
+        let (value, gradient) = llsq(&x, n);
+        assert_close(&out[0], &[value]);
+        assert_close(&out[1], &gradient);
+    }
+}
+
+/// The final y of the Runge–Kutta solve, and its derivative along `dx`
+/// (the tangent-linear solve: every stage differentiated by hand).
+fn ode(x: &[f64], dx: &[f64], s: usize) -> (Vec<f64>, Vec<f64>) {
+    let n = x.len();
+    let h = 2.0 / s as f64;
+    // f(x, y) and its derivative along (dx, dy).
+    let f = |y: &[f64], dy: &[f64]| -> (Vec<f64>, Vec<f64>) {
+        let mut v = vec![x[0]; n];
+        let mut dv = vec![dx[0]; n];
+        for i in 1..n {
+            v[i] = x[i] * y[i - 1];
+            dv[i] = dx[i] * y[i - 1] + x[i] * dy[i - 1];
+        }
+        (v, dv)
+    };
+    let axpy = |a: f64, u: &[f64], v: &[f64]| -> Vec<f64> {
+        u.iter().zip(v).map(|(ui, vi)| a * ui + vi).collect()
+    };
+    let (mut y, mut dy) = (vec![0.0; n], vec![0.0; n]);
+    for _ in 0..s {
+        let (k1, dk1) = f(&y, &dy);
+        let (k2, dk2) = f(&axpy(h / 2.0, &k1, &y), &axpy(h / 2.0, &dk1, &dy));
+        let (k3, dk3) = f(&axpy(h / 2.0, &k2, &y), &axpy(h / 2.0, &dk2, &dy));
+        let (k4, dk4) = f(&axpy(h, &k3, &y), &axpy(h, &dk3, &dy));
+        for i in 0..n {
+            y[i] += h / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]);
+            dy[i] += h / 6.0 * (dk1[i] + 2.0 * dk2[i] + 2.0 * dk3[i] + dk4[i]);
+        }
+    }
+    (y, dy)
+}
+
+#[test]
+fn ode_matches_runge_kutta_and_its_tangent() {
+    for (n, s, seed) in [(1, 1, 7), (4, 10, 8), (9, 3, 9)] {
+        let x = sample(n, seed);
+        let input = json!({"x": x, "s": s});
+        let out = outputs("ode", &[("primal", input.clone()), ("gradient", input)]);
+        let (y, _) = ode(&x, &vec![0.0; n], s);
+        assert_close(&out[0], &y);
+        // ∂y[n-1]/∂x[j], one tangent solve per j.
+        let gradient: Vec<f64> = (0..n)
+            .map(|j| {
+                let mut dx = vec![0.0; n];
+                dx[j] = 1.0;
+                ode(&x, &dx, s).1[n - 1]
+            })
+            .collect();
+        assert_close(&out[1], &gradient);
+    }
+}
+
+/// The cost, and J ⊘ H: every point pulls its nearest centroid with
+/// gradient 2(Cⱼ − Pᵢ) and second derivative 2 per coordinate.
+fn kmeans(points: &[Vec<f64>], centroids: &[Vec<f64>]) -> (f64, Vec<f64>) {
+    let d = centroids[0].len();
+    let mut cost = 0.0;
+    let mut jacobian = vec![vec![0.0; d]; centroids.len()];
+    let mut hessian = vec![vec![0.0; d]; centroids.len()];
+    for p in points {
+        let dist = |c: &Vec<f64>| c.iter().zip(p).map(|(a, b)| (a - b) * (a - b)).sum::<f64>();
+        let (best, c) = centroids
+            .iter()
+            .enumerate()
+            .min_by(|a, b| dist(a.1).total_cmp(&dist(b.1)))
+            .expect("a centroid");
+        cost += dist(c);
+        for k in 0..d {
+            jacobian[best][k] += 2.0 * (c[k] - p[k]);
+            hessian[best][k] += 2.0;
+        }
+    }
+    let dir = jacobian
+        .iter()
+        .flatten()
+        .zip(hessian.iter().flatten())
+        .map(|(j, h)| j / h)
+        .collect();
+    (cost, dir)
+}
+
+#[test]
+fn kmeans_matches_the_formula() {
+    for (n, k, d, seed) in [(3, 1, 1, 10), (20, 4, 3, 11), (50, 7, 8, 12)] {
+        let flat = sample(n * d, seed);
+        let points: Vec<Vec<f64>> = flat.chunks(d).map(<[f64]>::to_vec).collect();
+        // The last k points as centroids, as GradBench does: no cluster is empty.
+        let centroids = points[n - k..].to_vec();
+        let input = json!({"points": points, "centroids": centroids});
+        let out = outputs("kmeans", &[("cost", input.clone()), ("dir", input)]);
+        let (cost, dir) = kmeans(&points, &centroids);
+        assert_close(&out[0], &[cost]);
+        assert_close(&out[1], &dir);
+        assert_eq!(
+            out[1].as_array().unwrap().len(),
+            k,
+            "dir has one row per centroid"
+        );
+    }
+    // A point as near to two centroids counts once, for the first.
+    let input = json!({"points": [[1.0], [3.0], [0.5]], "centroids": [[0.0], [2.0]]});
+    let out = outputs("kmeans", &[("cost", input.clone()), ("dir", input)]);
+    assert_close(&out[0], &[2.25]);
+    // Centroid 0 has the points 1 and 0.5: J = 2(0 − 1) + 2(0 − 0.5), H = 4.
+    assert_close(&out[1], &[-0.75, -1.0]);
+}

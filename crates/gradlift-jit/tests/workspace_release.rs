@@ -1,0 +1,130 @@
+//! What the body of a `map`, or a step of a fold with an accumulator of
+//! reals, builds in the workspace is released after each element: the
+//! workspace such a loop needs does not grow with its number of iterations.
+
+use gradlift_ad::inline::inline;
+use gradlift_jit::{Compiled, Jit, Status};
+use gradlift_lang::check_source;
+
+fn compile(source: &str) -> Compiled {
+    let checked = check_source("<test>", source).unwrap();
+    let last = checked.module.defs.len() - 1;
+    Jit::new()
+        .unwrap()
+        .compile(&inline(&checked, last))
+        .unwrap()
+}
+
+/// Calls `f(A)` through the raw ABI, growing the workspace from 8 bytes to
+/// what the call asks for; the result and the workspace bytes it took.
+fn run(f: &Compiled, a: &[f64], out_len: usize) -> (Vec<f64>, usize) {
+    let args = [a.len() as i64, a.as_ptr() as i64];
+    let mut out = vec![0.0; out_len];
+    let mut workspace = vec![0u64; 1];
+    let mut info = 0i64;
+    loop {
+        let status = unsafe {
+            f.raw()(
+                args.as_ptr(),
+                out.as_mut_ptr(),
+                out.len() as i64,
+                workspace.as_mut_ptr() as *mut u8,
+                (workspace.len() * 8) as i64,
+                &mut info,
+            )
+        };
+        if status == Status::Ok as i64 {
+            return (out, workspace.len() * 8);
+        }
+        assert_eq!(status, Status::WorkspaceTooSmall as i64);
+        workspace.resize((info as usize).div_ceil(8), 0);
+    }
+}
+
+fn data(n: usize) -> Vec<f64> {
+    (0..n).map(|i| 0.5 + (i % 7) as f64 / 8.0).collect()
+}
+
+#[test]
+fn a_map_releases_what_its_body_builds() {
+    // Each element builds an array of n reals and reduces it.
+    let f = compile("def f(A: [R; n]) -> [R; n] = map (a. reduce (+) 0 (map (b. a * b) A)) A");
+    let a = data(1000);
+    let (out, bytes) = run(&f, &a, a.len());
+    let total: f64 = a.iter().sum();
+    for (o, x) in out.iter().zip(&a) {
+        assert!((o - x * total).abs() <= 1e-9 * o.abs());
+    }
+    // The result and one row: 16 KB, where keeping every row would take 8 MB.
+    assert!(bytes <= 2 * 8 * a.len() + 64, "{bytes} bytes");
+}
+
+#[test]
+fn a_fold_of_reals_releases_what_each_step_builds() {
+    let f = compile(
+        "def f(A: [R; n]) -> R = foldl (acc, a. acc + reduce (+) 0 (map (b. a * b) A)) 0 A",
+    );
+    let a = data(1000);
+    let (out, bytes) = run(&f, &a, 1);
+    let total: f64 = a.iter().sum();
+    assert!((out[0] - total * total).abs() <= 1e-9 * out[0]);
+    assert!(bytes <= 8 * a.len() + 64, "{bytes} bytes");
+}
+
+#[test]
+fn a_fold_of_arrays_moves_its_accumulator_and_releases_the_rest() {
+    // Every step builds the next accumulator (n reals) and a temporary
+    // (n reals): the fold keeps two accumulators, not all of them.
+    let f = compile(
+        "def f(A: [R; n]) -> [R; n] = \
+         foldl (acc, a. map2 (+) acc (map (x. x * 0 + a) acc)) A A",
+    );
+    let a = data(1000);
+    let (out, bytes) = run(&f, &a, a.len());
+    let total: f64 = a.iter().sum();
+    for (o, x) in out.iter().zip(&a) {
+        assert!((o - (x + total)).abs() <= 1e-9 * o.abs());
+    }
+    assert!(bytes <= 4 * 8 * a.len() + 64, "{bytes} bytes");
+    // An accumulator that is a pair of arrays, swapped by every step.
+    let f = compile(
+        "def f(A: [R; n]) -> [R; n] = \
+         let (p, q) = foldl ((u, v), a. (map (x. x + a) v, u)) (A, map (x. 0 - x) A) A in \
+         map2 (+) p q",
+    );
+    let a = data(7);
+    let (out, _) = run(&f, &a, a.len());
+    // Each step adds its element to one of the two, alternately.
+    let (even, odd): (f64, f64) =
+        a.iter().enumerate().fold(
+            (0.0, 0.0),
+            |(e, o), (i, x)| {
+                if i % 2 == 0 {
+                    (e + x, o)
+                } else {
+                    (e, o + x)
+                }
+            },
+        );
+    for (o, _) in out.iter().zip(&a) {
+        assert!((o - (even + odd)).abs() <= 1e-12, "{out:?}");
+    }
+}
+
+#[test]
+fn a_scan_of_arrays_keeps_its_output_and_releases_the_rest() {
+    let f = compile(
+        "def f(A: [R; n]) -> [[R; n]; n+1] = \
+         scanl (acc, a. map2 (+) acc (map (x. x * 0 + a) acc)) A A",
+    );
+    let a = data(300);
+    let n = a.len();
+    let (out, bytes) = run(&f, &a, (n + 1) * n);
+    let mut row = a.clone();
+    for (k, x) in a.iter().enumerate() {
+        row.iter_mut().for_each(|r| *r += x);
+        assert_eq!(&out[(k + 1) * n..(k + 2) * n], &row[..]);
+    }
+    // The output, and one step's two arrays.
+    assert!(bytes <= 8 * (n + 1) * n + 2 * 8 * n + 64, "{bytes} bytes");
+}
