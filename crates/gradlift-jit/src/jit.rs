@@ -119,7 +119,7 @@ impl Jit {
     /// instructions comes from as a `;` comment above it.
     pub fn clif(&self, closed: &Closed) -> Result<String, JitError> {
         let mut module = self.object_module()?;
-        let (ctx, labels) = self.lower(&mut module, closed, true, true)?;
+        let (ctx, labels) = self.lower(&mut module, closed, true, true, true)?;
         let labels = labels.unwrap_or_default();
         Ok(format!(
             "; {}: {}\n{}",
@@ -133,7 +133,7 @@ impl Jit {
     /// register allocation (its own printer of the instructions it emits).
     pub fn asm(&self, closed: &Closed) -> Result<String, JitError> {
         let mut module = self.object_module()?;
-        let (mut ctx, _) = self.lower(&mut module, closed, false, true)?;
+        let (mut ctx, _) = self.lower(&mut module, closed, false, true, true)?;
         ctx.set_disasm(true);
         let code = ctx
             .compile(&*self.isa, &mut Default::default())
@@ -155,7 +155,7 @@ impl Jit {
     pub fn object(&self, functions: &[&Closed]) -> Result<Vec<u8>, JitError> {
         let mut module = self.object_module()?;
         for closed in functions {
-            let (mut ctx, _) = self.lower(&mut module, closed, false, true)?;
+            let (mut ctx, _) = self.lower(&mut module, closed, false, true, false)?;
             let id = module
                 .declare_function(&closed.name, Linkage::Export, &ctx.func.signature)
                 .map_err(|e| JitError::Codegen(e.to_string()))?;
@@ -190,13 +190,15 @@ impl Jit {
 
     /// Lowers `closed` into a context of `module` (with the labels of its
     /// terms when `labels`). The libm functions are imported by the names
-    /// `module` resolves: the JIT's shims, or (`c_names`) the C library's.
+    /// `module` resolves: the JIT's shims, or (`c_names`) the C library's;
+    /// the schedule functions of binomial checkpointing when `runtime`.
     fn lower<M: Module>(
         &self,
         module: &mut M,
         closed: &Closed,
         labels: bool,
         c_names: bool,
+        runtime: bool,
     ) -> Result<(Context, Option<Labels>), JitError> {
         let closed = &crate::eta::expand(closed);
         let mut ctx = module.make_context();
@@ -223,18 +225,19 @@ impl Jit {
             libm.push(module.declare_func_in_func(id, b.func));
         }
         // The schedule of binomial checkpointing runs in this process's
-        // runtime: an object file has none to link against.
-        let mut runtime = Vec::new();
-        if !c_names {
+        // runtime: an object file has none to link against (the printed
+        // stages show the imports).
+        let mut imports = Vec::new();
+        if runtime {
             let sigs = crate::checkpoint::runtime_signatures(module.isa().default_call_conv());
             for ((name, _), sig) in crate::checkpoint::RUNTIME.iter().zip(sigs) {
                 let id = module
                     .declare_function(name, Linkage::Import, &sig)
                     .map_err(|e| JitError::Codegen(e.to_string()))?;
-                runtime.push(module.declare_func_in_func(id, b.func));
+                imports.push(module.declare_func_in_func(id, b.func));
             }
         }
-        let runtime = match runtime[..] {
+        let runtime = match imports[..] {
             [start, next] => Some((start, next)),
             _ => None,
         };
@@ -256,7 +259,7 @@ impl Jit {
             )));
         }
         let mut module = self.module();
-        let (mut ctx, _) = self.lower(&mut module, closed, false, false)?;
+        let (mut ctx, _) = self.lower(&mut module, closed, false, false, true)?;
         let id = module
             .declare_function(&closed.name, Linkage::Export, &ctx.func.signature)
             .map_err(|e| JitError::Codegen(e.to_string()))?;

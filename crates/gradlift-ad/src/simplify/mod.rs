@@ -49,6 +49,7 @@ mod dce;
 mod fill;
 mod names;
 mod pe;
+mod prune;
 mod rewrite;
 mod rules;
 mod term;
@@ -191,5 +192,18 @@ fn round(
     } else {
         (term, Default::default())
     };
-    Ok(dce::run(term, &temps, stats))
+    let (term, report) = dce::run(term, &temps, stats);
+    // Dead components leave dead computations behind: DCE once more.
+    match prune::run(term, stats) {
+        (term, true) => {
+            let (term, again) = dce::run(term, &Default::default(), stats);
+            Ok((
+                term,
+                dce::Report {
+                    exposed_arrays: report.exposed_arrays || again.exposed_arrays,
+                },
+            ))
+        }
+        (term, false) => Ok((term, report)),
+    }
 }

@@ -164,6 +164,10 @@ rules! {
     // ---- Clean-up
     /// Dead-code elimination.
     DeadLet = "dead-let", "let x = e₁ in e₂ ⇝ e₂", "x ∉ FV(e₂)";
+    /// Unused components of a tuple-valued binding.
+    DeadComponent = "dead-component",
+        "let x = (if c then (a₀, a₁) else (b₀, b₁)) in C[x.0] ⇝ let x = (if c then a₀ else b₀) in C[x]",
+        "x is only projected, never used whole; every tail of the bound value is a tuple";
     /// Inlining of a value used once.
     InlineOnce = "inline-once", "let x = e₁ in C[x] ⇝ C[e₁]",
         "x occurs once, not inside a lambda (which would repeat e₁ per element), and e₁ is shallow";
