@@ -396,6 +396,13 @@ impl CompiledFunction {
         self.compiled.call(args).map_err(call_error)
     }
 
+    /// Its value at `args`, written into `out`: in place, allocating
+    /// nothing once warm, when `out` holds an unshared result of the same
+    /// shape (see [`gradlift_jit::Compiled::call_into`]).
+    pub fn call_into(&self, args: &[Value], out: &mut Value) -> Result<(), Error> {
+        self.compiled.call_into(args, out).map_err(call_error)
+    }
+
     /// The native code and its raw entry point (see docs/abi.md).
     pub fn native(&self) -> &gradlift_jit::Compiled {
         &self.compiled
@@ -414,6 +421,21 @@ impl CompiledGradient {
     pub fn call(&self, args: &[Value]) -> Result<(f64, Vec<Value>), Error> {
         let out = self.compiled.call(args).map_err(call_error)?;
         Ok(split_gradient(out, self.wrt))
+    }
+
+    /// Value and gradient at `args`, written into `out` as the gradient
+    /// program returns them: the pair `(value, cotangent)` with one
+    /// differentiated parameter, `(value, (cotangent, …))` with several.
+    /// Returns the value. `out` is overwritten in place, allocating nothing
+    /// once warm, when it holds an unshared result of the same shape (the
+    /// `out` of an earlier call at the same sizes); see
+    /// [`gradlift_jit::Compiled::call_into`].
+    pub fn call_into(&self, args: &[Value], out: &mut Value) -> Result<f64, Error> {
+        self.compiled.call_into(args, out).map_err(call_error)?;
+        match out {
+            Value::Tuple(parts) => Ok(parts[0].as_real().expect("the value is a real")),
+            _ => unreachable!("a gradient program returns (value, gradient)"),
+        }
     }
 
     /// The native code and its raw entry point (see docs/abi.md).

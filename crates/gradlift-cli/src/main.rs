@@ -59,15 +59,23 @@ enum Command {
     /// renamed apart), unf (Source UNF, Figure 9), target-unf (Figure 8),
     /// target (the gradient program, Figure 10 or Figure 5 with --via
     /// direct), opt (after partial evaluation and the rewrites of Figure
-    /// 12), clif (the Cranelift IR the JIT compiles). source, target and
+    /// 12), clif (the Cranelift IR the JIT compiles, with the source terms
+    /// as comments), asm (the machine code). source, target and
     /// opt print definitions gradlift parses back;
     /// the UNF stages print a text form that the library reads back
     /// (gradlift_ad::unf::parse_unf, reverse_unf::parse_target_unf).
+    ///
+    /// With --object FILE, writes a relocatable object file exporting the
+    /// function and, when it returns a real, its value and gradient (`NAME`
+    /// and `NAME_grad`, ABI in docs/abi.md) for --target (default: the
+    /// host's triple).
     #[command(after_help = concat!(
         "Examples:\n",
         "  gradlift emit examples/example_1_1.grad --stage unf\n",
         "  gradlift emit examples/dot.grad --stage target --via direct\n",
-        "  gradlift emit examples/prod.grad --stage opt --grad"
+        "  gradlift emit examples/prod.grad --stage opt --grad\n",
+        "  gradlift emit examples/dot.grad --stage asm --grad --target aarch64-unknown-linux-gnu\n",
+        "  gradlift emit examples/dot.grad --target aarch64-unknown-linux-gnu --object dot.o"
     ))]
     Emit(EmitArgs),
     /// The cost model of Figure 11 and the cheap-gradient bound.
@@ -275,8 +283,18 @@ struct EmitArgs {
     #[command(flatten)]
     target: Target,
     /// The stage to print.
-    #[arg(long, value_enum)]
-    stage: Stage,
+    #[arg(long, value_enum, required_unless_present = "object")]
+    stage: Option<Stage>,
+    /// For --stage clif and asm, and --object: the target triple
+    /// (`aarch64-unknown-linux-gnu`, `x86_64-unknown-linux-gnu`, …), with
+    /// its baseline features. Default: the host, with the features of this
+    /// CPU for clif and asm (what the JIT runs), the triple's baseline for
+    /// --object.
+    #[arg(long = "target", value_name = "TRIPLE")]
+    triple: Option<String>,
+    /// Write an object file exporting the function and its gradient.
+    #[arg(long, value_name = "FILE", conflicts_with = "stage")]
+    object: Option<PathBuf>,
     /// Which transformation differentiates (for --stage target and opt).
     #[arg(long, value_enum, default_value_t = Via::Unf)]
     via: Via,
@@ -285,7 +303,7 @@ struct EmitArgs {
     /// applying their sparse updates as they are built.
     #[arg(long)]
     literal: bool,
-    /// For --stage opt and clif: the gradient program rather than the
+    /// For --stage opt, clif and asm: the gradient program rather than the
     /// function itself. The target and UNF stages are always of the
     /// gradient; the source stage is always the function.
     #[arg(long)]
@@ -326,8 +344,11 @@ enum Stage {
     /// Figure 12: first order, what the backends run.
     Opt,
     /// Cranelift IR of the function (or of its gradient with --grad), as
-    /// the JIT compiles it.
+    /// the JIT compiles it, with the source terms as comments.
     Clif,
+    /// The machine code of the function (or of its gradient with --grad),
+    /// disassembled by Cranelift.
+    Asm,
 }
 
 fn main() -> ExitCode {
@@ -500,6 +521,47 @@ fn emit(a: EmitArgs) -> Result<(), String> {
     let program = load(&a.target.file)?;
     let function = function(&program, &a.target)?;
     let closed = function.closed();
+    let target_jit = || match &a.triple {
+        Some(t) => gradlift::Jit::for_target(t).map_err(|e| format!("error: {e}")),
+        None => jit(),
+    };
+    let gradient = || {
+        function
+            .gradient(None, options(a.via, false, true))
+            .map_err(|e| format!("error: {e}"))
+    };
+    if let Some(path) = &a.object {
+        let triple = a.triple.clone().unwrap_or_else(gradlift::Jit::host_triple);
+        let jit = gradlift::Jit::for_target(&triple).map_err(|e| format!("error: {e}"))?;
+        // The gradient too when there is one (the function returns a real).
+        let grad = if function.signature().ret == gradlift::Type::Real {
+            Some(gradient()?.closed())
+        } else {
+            None
+        };
+        let mut functions = vec![&closed];
+        functions.extend(grad.as_ref());
+        let bytes = jit.object(&functions).map_err(|e| format!("error: {e}"))?;
+        std::fs::write(path, bytes)
+            .map_err(|e| format!("error: cannot write {}: {e}", path.display()))?;
+        let names: Vec<String> = functions.iter().map(|c| format!("`{}`", c.name)).collect();
+        eprintln!(
+            "wrote {} ({triple}): {}",
+            path.display(),
+            names.join(" and ")
+        );
+        if grad.is_none() {
+            eprintln!(
+                "note: `{}` returns `{}`, not `R`: no gradient exported",
+                closed.name,
+                function.signature().ret
+            );
+        }
+        return Ok(());
+    }
+    let Some(stage) = a.stage else {
+        return Err("error: give --stage or --object".into());
+    };
     // A definition over the function's parameters, which gradlift parses back.
     let def = |name: String, ret: gradlift::Type, body: gradlift::lang::Expr| gradlift::lang::Def {
         name: Name::from(name),
@@ -516,7 +578,7 @@ fn emit(a: EmitArgs) -> Result<(), String> {
         ret: Some(ret),
         body,
     };
-    match a.stage {
+    match stage {
         Stage::Source => print!(
             "{}",
             def(
@@ -527,19 +589,18 @@ fn emit(a: EmitArgs) -> Result<(), String> {
         ),
         Stage::Unf => print!("{}", gradlift::ad::pipeline::source_unf(&closed)),
         Stage::TargetUnf => print!("{}", gradlift::ad::pipeline::target_unf(&closed)),
-        Stage::Clif => {
+        Stage::Clif | Stage::Asm => {
             let program = if a.grad {
-                function
-                    .gradient(None, options(a.via, false, true))
-                    .map_err(|e| format!("error: {e}"))?
-                    .closed()
+                gradient()?.closed()
             } else {
                 closed.clone()
             };
-            print!(
-                "{}",
-                jit()?.clif(&program).map_err(|e| format!("error: {e}"))?
-            );
+            let jit = target_jit()?;
+            let text = match stage {
+                Stage::Clif => jit.clif(&program),
+                _ => jit.asm(&program),
+            };
+            print!("{}", text.map_err(|e| format!("error: {e}"))?);
         }
         Stage::Opt if !a.grad => {
             let body = gradlift::ad::simplify::simplify(&closed.body, &Default::default())
@@ -547,7 +608,7 @@ fn emit(a: EmitArgs) -> Result<(), String> {
             print!("{}", def(closed.name.to_string(), closed.ret.clone(), body));
         }
         Stage::Target | Stage::Opt => {
-            let optimize = matches!(a.stage, Stage::Opt);
+            let optimize = matches!(stage, Stage::Opt);
             let g = function
                 .gradient(None, options(a.via, a.literal, optimize))
                 .map_err(|e| format!("error: {e}"))?;

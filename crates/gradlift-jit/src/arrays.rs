@@ -27,7 +27,7 @@ impl Translator<'_, '_> {
         body: &mut dyn FnMut(&mut Self, Value) -> Result<(), JitError>,
     ) -> Result<(), JitError> {
         let index = self.b.declare_var(types::I64);
-        let zero = self.b.ins().iconst(types::I64, 0);
+        let zero = self.iconst(0);
         self.b.def_var(index, zero);
         let (header, block, exit) = (
             self.b.create_block(),
@@ -40,7 +40,7 @@ impl Translator<'_, '_> {
         let more = self.b.ins().icmp(IntCC::SignedLessThan, i, n);
         self.b.ins().brif(more, block, &[], exit, &[]);
         self.b.switch_to_block(block);
-        body(self, i)?;
+        self.region(|t| body(t, i))?;
         let next = self.b.ins().iadd_imm_s(i, 1);
         self.b.def_var(index, next);
         self.b.ins().jump(header, &[]);
@@ -129,8 +129,9 @@ impl Translator<'_, '_> {
         n: Value,
         shape: &Shape,
     ) -> Result<(Value, Value), JitError> {
-        let stride = self.bytes(shape)?;
-        let total = self.mul_checked(n, stride);
+        let stride = self.bytes_deferred(shape)?;
+        let total = self.mul_deferred(n, stride);
+        self.flush_overflow();
         Ok((self.alloc(total), stride))
     }
 
@@ -139,9 +140,9 @@ impl Translator<'_, '_> {
         let i = if k < 0 {
             self.b.ins().iadd_imm_s(a.len, k)
         } else {
-            self.b.ins().iconst(types::I64, k)
+            self.iconst(k)
         };
-        let zero = self.b.ins().iconst(types::I64, 0);
+        let zero = self.iconst(0);
         let above = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, i, zero);
         let below = self.b.ins().icmp(IntCC::SignedLessThan, i, a.len);
         let ok = self.b.ins().band(above, below);
@@ -167,7 +168,7 @@ impl Translator<'_, '_> {
         let Some(shape) = shape else {
             return unsupported("an array of conditions");
         };
-        let n = self.b.ins().iconst(types::I64, vs.len() as i64);
+        let n = self.iconst(vs.len() as i64);
         let (ptr, stride) = self.alloc_array(n, &shape)?;
         let mut at = ptr;
         for v in &vs {
@@ -192,7 +193,7 @@ impl Translator<'_, '_> {
         let below = self.b.ins().fcmp(FloatCC::LessThanOrEqual, x, limit);
         let ok = self.b.ins().band(is_whole, above);
         let ok = self.b.ins().band(ok, below);
-        let info = self.b.ins().iconst(types::I64, -1);
+        let info = self.iconst(-1);
         self.check(ok, Status::BadSize, info);
         Ok(self.b.ins().fcvt_to_sint(types::I64, x))
     }
@@ -330,9 +331,18 @@ impl Translator<'_, '_> {
                     arrays.push(self.array(a)?);
                 }
                 let n = arrays[0].len;
+                // Lengths that are one value (the same size expression) or
+                // equal constants need no check.
+                let known_equal = |t: &Self, m: Value| {
+                    n == m || matches!((t.constant(n), t.constant(m)), (Some(x), Some(y)) if x == y)
+                };
                 if let [_, second] = &arrays[..] {
-                    let same = self.b.ins().icmp(IntCC::Equal, n, second.len);
-                    self.check(same, Status::LengthMismatch, second.len);
+                    if known_equal(self, second.len) {
+                        // Nothing to check.
+                    } else {
+                        let same = self.b.ins().icmp(IntCC::Equal, n, second.len);
+                        self.check(same, Status::LengthMismatch, second.len);
+                    }
                 }
                 let mark = self.typer.mark();
                 for (p, t) in params.iter().zip(&tys) {

@@ -231,7 +231,8 @@ impl Translator<'_, '_> {
             }
         };
         let state_bytes = self.bytes(&state_shape)?;
-        let slot_bytes = self.mul_checked(slots, state_bytes);
+        let slot_bytes = self.mul_deferred(slots, state_bytes);
+        self.flush_overflow();
         let slot_mem = self.alloc(slot_bytes);
         // The elements' cotangents: of the elements' type, or `()`.
         let mark = self.typer.mark();
@@ -303,8 +304,10 @@ impl Translator<'_, '_> {
             let (advance, next) = (t.b.create_block(), t.b.create_block());
             t.b.ins().brif(more, advance, &[], next, &[]);
             t.b.switch_to_block(advance);
-            let from = t.b.ins().imul_imm_s(b, k);
-            t.advance(r, from, kv)?;
+            t.region(|t| {
+                let from = t.b.ins().imul_imm_s(b, k);
+                t.advance(r, from, kv)
+            })?;
             t.b.ins().jump(next, &[]);
             t.b.switch_to_block(next);
             Ok(())
@@ -377,17 +380,19 @@ impl Translator<'_, '_> {
             self.b.switch_to_block(next);
         }
         self.b.ins().jump(exit, &[]);
+        // Each action's block is its own region: what one establishes does
+        // not hold in another.
         self.b.switch_to_block(blocks[0]);
-        self.advance(r, x, y)?;
+        self.region(|t| t.advance(r, x, y))?;
         self.b.ins().jump(header, &[]);
         self.b.switch_to_block(blocks[1]);
-        self.store_slot(r, x)?;
+        self.region(|t| t.store_slot(r, x))?;
         self.b.ins().jump(header, &[]);
         self.b.switch_to_block(blocks[2]);
-        self.restore_slot(r, x)?;
+        self.region(|t| t.restore_slot(r, x))?;
         self.b.ins().jump(header, &[]);
         self.b.switch_to_block(blocks[3]);
-        self.reverse(r, x)?;
+        self.region(|t| t.reverse(r, x))?;
         self.b.ins().jump(header, &[]);
         self.b.switch_to_block(exit);
         Ok(())

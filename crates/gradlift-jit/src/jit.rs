@@ -5,7 +5,8 @@
 //! more) and converts the result back.
 
 use crate::abi::{RawFn, Status};
-use crate::layout::{flat_len, flatten_into, unflatten};
+use crate::annotate::Labels;
+use crate::layout::{flat_len, flatten_into};
 use crate::lower::lower_function;
 use crate::prims::Libm;
 use crate::{CallError, JitError};
@@ -16,6 +17,7 @@ use cranelift_codegen::Context;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
+use cranelift_object::{ObjectBuilder, ObjectModule};
 use gradlift_ad::inline::Closed;
 use gradlift_lang::types::Signature;
 use gradlift_lang::value::bind_sizes;
@@ -25,10 +27,13 @@ use std::sync::{Arc, Mutex};
 /// The largest workspace [`Compiled::call`] grows to, in bytes (4 GiB).
 pub const MAX_WORKSPACE: usize = 1 << 32;
 
-/// A compiler to native code for the host.
+/// A compiler to native code: for the host (it runs what it compiles), or,
+/// from [`Jit::for_target`], for another target (it prints and writes
+/// object files only).
 pub struct Jit {
     isa: OwnedTargetIsa,
     verify: bool,
+    host: bool,
 }
 
 impl Jit {
@@ -41,6 +46,14 @@ impl Jit {
         };
         set(&mut flags, "opt_level", "speed")?;
         set(&mut flags, "use_colocated_libcalls", "false")?;
+        // Cranelift's own verifier, between its passes: on in debug builds
+        // only (it took 10–25% of the compile time of large gradients).
+        let verifier = if cfg!(debug_assertions) {
+            "true"
+        } else {
+            "false"
+        };
+        set(&mut flags, "enable_verifier", verifier)?;
         set(&mut flags, "is_pic", "false")?;
         let isa = cranelift_native::builder()
             .map_err(|e| JitError::Codegen(e.to_string()))?
@@ -49,7 +62,50 @@ impl Jit {
         Ok(Jit {
             isa,
             verify: cfg!(debug_assertions),
+            host: true,
         })
+    }
+
+    /// A compiler for the target `triple` (`aarch64-unknown-linux-gnu`,
+    /// `x86_64-unknown-linux-gnu`, …) with its baseline features, at
+    /// `opt_level=speed`, position-independent: for [`Jit::object`],
+    /// [`Jit::clif`] and [`Jit::asm`]. [`Jit::compile`] refuses it, even
+    /// for the host's triple.
+    pub fn for_target(triple: &str) -> Result<Jit, JitError> {
+        let triple: target_lexicon::Triple = triple
+            .parse()
+            .map_err(|e| JitError::Codegen(format!("target `{triple}`: {e}")))?;
+        let mut flags = settings::builder();
+        let set = |f: &mut settings::Builder, k: &str, v: &str| {
+            f.set(k, v).map_err(|e| JitError::Codegen(e.to_string()))
+        };
+        set(&mut flags, "opt_level", "speed")?;
+        set(&mut flags, "is_pic", "true")?;
+        let verifier = if cfg!(debug_assertions) {
+            "true"
+        } else {
+            "false"
+        };
+        set(&mut flags, "enable_verifier", verifier)?;
+        let isa = cranelift_codegen::isa::lookup(triple.clone())
+            .map_err(|e| JitError::Codegen(format!("target `{triple}`: {e}")))?
+            .finish(settings::Flags::new(flags))
+            .map_err(|e| JitError::Codegen(e.to_string()))?;
+        Ok(Jit {
+            isa,
+            verify: cfg!(debug_assertions),
+            host: false,
+        })
+    }
+
+    /// The triple of the machine this runs on.
+    pub fn host_triple() -> String {
+        target_lexicon::Triple::host().to_string()
+    }
+
+    /// The target triple code is generated for.
+    pub fn triple(&self) -> String {
+        self.isa.triple().to_string()
     }
 
     /// Runs (or not) Cranelift's verifier on every function compiled.
@@ -58,11 +114,66 @@ impl Jit {
         self
     }
 
-    /// The Cranelift IR of `closed` (verified when verification is on).
+    /// The Cranelift IR of `closed` as it is handed to Cranelift (verified
+    /// when verification is on), with the source term each group of
+    /// instructions comes from as a `;` comment above it.
     pub fn clif(&self, closed: &Closed) -> Result<String, JitError> {
-        let mut module = self.module();
-        let ctx = self.lower(&mut module, closed)?;
-        Ok(ctx.func.display().to_string())
+        let mut module = self.object_module()?;
+        let (ctx, labels) = self.lower(&mut module, closed, true, true)?;
+        let labels = labels.unwrap_or_default();
+        Ok(format!(
+            "; {}: {}\n{}",
+            closed.name,
+            self.triple(),
+            crate::annotate::write_annotated(&ctx.func, &labels)
+        ))
+    }
+
+    /// The machine code of `closed`, disassembled by Cranelift after
+    /// register allocation (its own printer of the instructions it emits).
+    pub fn asm(&self, closed: &Closed) -> Result<String, JitError> {
+        let mut module = self.object_module()?;
+        let (mut ctx, _) = self.lower(&mut module, closed, false, true)?;
+        ctx.set_disasm(true);
+        let code = ctx
+            .compile(&*self.isa, &mut Default::default())
+            .map_err(|e| JitError::Codegen(format!("{:?}", e.inner)))?;
+        let text = code.vcode.clone().unwrap_or_default();
+        let bytes = code.code_buffer().len();
+        Ok(format!(
+            "; {}: {}, {bytes} bytes of code\n{text}",
+            closed.name,
+            self.triple()
+        ))
+    }
+
+    /// A relocatable object file (ELF on Linux targets) defining each of
+    /// `functions` as an exported symbol of its name with the ABI of
+    /// `docs/abi.md`. The transcendental functions are imported as the C
+    /// library's `sin`, `cos`, `tan`, `exp`, `log`, `tanh`, `pow` (link
+    /// with `-lm`).
+    pub fn object(&self, functions: &[&Closed]) -> Result<Vec<u8>, JitError> {
+        let mut module = self.object_module()?;
+        for closed in functions {
+            let (mut ctx, _) = self.lower(&mut module, closed, false, true)?;
+            let id = module
+                .declare_function(&closed.name, Linkage::Export, &ctx.func.signature)
+                .map_err(|e| JitError::Codegen(e.to_string()))?;
+            module
+                .define_function(id, &mut ctx)
+                .map_err(|e| JitError::Codegen(format!("{e:?}")))?;
+        }
+        module
+            .finish()
+            .emit()
+            .map_err(|e| JitError::Codegen(e.to_string()))
+    }
+
+    /// A module writing an object file, whose imports are C symbols.
+    fn object_module(&self) -> Result<ObjectModule, JitError> {
+        let builder = ObjectBuilder::new(self.isa.clone(), "gradlift", default_libcall_names())
+            .map_err(|e| JitError::Codegen(e.to_string()))?;
+        Ok(ObjectModule::new(builder))
     }
 
     fn module(&self) -> JITModule {
@@ -77,7 +188,16 @@ impl Jit {
         JITModule::new(builder)
     }
 
-    fn lower(&self, module: &mut JITModule, closed: &Closed) -> Result<Context, JitError> {
+    /// Lowers `closed` into a context of `module` (with the labels of its
+    /// terms when `labels`). The libm functions are imported by the names
+    /// `module` resolves: the JIT's shims, or (`c_names`) the C library's.
+    fn lower<M: Module>(
+        &self,
+        module: &mut M,
+        closed: &Closed,
+        labels: bool,
+        c_names: bool,
+    ) -> Result<(Context, Option<Labels>), JitError> {
         let closed = &crate::eta::expand(closed);
         let mut ctx = module.make_context();
         let ptr = types::I64;
@@ -90,7 +210,8 @@ impl Jit {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
         let mut libm = Vec::new();
         for f in Libm::ALL {
-            let (name, arity, _) = f.symbol();
+            let (shim, arity, _) = f.symbol();
+            let name = if c_names { f.c_name() } else { shim };
             let mut sig = module.make_signature();
             for _ in 0..arity {
                 sig.params.push(AbiParam::new(types::F64));
@@ -101,27 +222,41 @@ impl Jit {
                 .map_err(|e| JitError::Codegen(e.to_string()))?;
             libm.push(module.declare_func_in_func(id, b.func));
         }
+        // The schedule of binomial checkpointing runs in this process's
+        // runtime: an object file has none to link against.
         let mut runtime = Vec::new();
-        let sigs = crate::checkpoint::runtime_signatures(module.isa().default_call_conv());
-        for ((name, _), sig) in crate::checkpoint::RUNTIME.iter().zip(sigs) {
-            let id = module
-                .declare_function(name, Linkage::Import, &sig)
-                .map_err(|e| JitError::Codegen(e.to_string()))?;
-            runtime.push(module.declare_func_in_func(id, b.func));
+        if !c_names {
+            let sigs = crate::checkpoint::runtime_signatures(module.isa().default_call_conv());
+            for ((name, _), sig) in crate::checkpoint::RUNTIME.iter().zip(sigs) {
+                let id = module
+                    .declare_function(name, Linkage::Import, &sig)
+                    .map_err(|e| JitError::Codegen(e.to_string()))?;
+                runtime.push(module.declare_func_in_func(id, b.func));
+            }
         }
-        lower_function(&mut b, closed, libm, Some((runtime[0], runtime[1])))?;
+        let runtime = match runtime[..] {
+            [start, next] => Some((start, next)),
+            _ => None,
+        };
+        let labels = lower_function(&mut b, closed, libm, labels, runtime)?;
         b.finalize(module.target_config());
         if self.verify {
             cranelift_codegen::verify_function(&ctx.func, self.isa.flags())
                 .map_err(|e| JitError::Verifier(e.to_string()))?;
         }
-        Ok(ctx)
+        Ok((ctx, labels))
     }
 
     /// Compiles `closed` to native code.
     pub fn compile(&self, closed: &Closed) -> Result<Compiled, JitError> {
+        if !self.host {
+            return Err(JitError::Codegen(format!(
+                "code for `{}` cannot run in this process: write an object file instead",
+                self.triple()
+            )));
+        }
         let mut module = self.module();
-        let mut ctx = self.lower(&mut module, closed)?;
+        let (mut ctx, _) = self.lower(&mut module, closed, false, false)?;
         let id = module
             .declare_function(&closed.name, Linkage::Export, &ctx.func.signature)
             .map_err(|e| JitError::Codegen(e.to_string()))?;
@@ -168,6 +303,7 @@ impl Drop for CodeOwner {
 #[derive(Default)]
 struct Workspace {
     memory: Vec<u64>,
+    sizes: Vec<Option<i64>>,
     words: Vec<i64>,
     inputs: Vec<Vec<f64>>,
     out: Vec<f64>,
@@ -198,11 +334,44 @@ impl Compiled {
     }
 
     /// Calls the function on values (a size parameter as a whole real).
+    /// Allocates the result; [`Compiled::call_into`] reuses one.
     pub fn call(&self, args: &[Value]) -> Result<Value, CallError> {
-        let sizes =
-            bind_sizes(&self.name, &self.sig, args).map_err(|e| CallError::Arguments(e.0))?;
-        let size_values: Vec<i64> = self.sig.size_vars.iter().map(|v| sizes[v]).collect();
+        let mut out = Value::Real(0.0);
+        self.call_into(args, &mut out)?;
+        Ok(out)
+    }
+
+    /// Calls the function on values and writes the result into `out`.
+    /// When `out` already has the result's shape and does not share its
+    /// arrays and tuples (the result of an earlier call at the same sizes,
+    /// say), it is overwritten in place: once warm, such a call allocates
+    /// nothing on the heap. Otherwise `out` is replaced by a new value.
+    pub fn call_into(&self, args: &[Value], out: &mut Value) -> Result<(), CallError> {
         let mut ws = self.take_workspace();
+        let r = self.call_values(&mut ws, args, out);
+        self.pool.lock().expect("pool").push(ws);
+        r
+    }
+
+    fn call_values(
+        &self,
+        ws: &mut Workspace,
+        args: &[Value],
+        out: &mut Value,
+    ) -> Result<(), CallError> {
+        let vars = &self.sig.size_vars;
+        let mut sizes = std::mem::take(&mut ws.sizes);
+        if !crate::bind::bind(&self.sig, args, &mut sizes) {
+            // The general solver, which also explains a mismatch.
+            let bound =
+                bind_sizes(&self.name, &self.sig, args).map_err(|e| CallError::Arguments(e.0))?;
+            sizes.clear();
+            sizes.extend(vars.iter().map(|v| Some(bound[v])));
+        }
+        let mut words = std::mem::take(&mut ws.words);
+        words.clear();
+        words.extend(sizes.iter().map(|s| s.unwrap_or(0)));
+        ws.sizes = sizes;
         let values = self
             .sig
             .params
@@ -214,20 +383,24 @@ impl Compiled {
             buf.clear();
             flatten_into(v, buf);
         }
-        let n = flat_len(&self.sig.ret, &self.sig.size_vars, &size_values)
-            .ok_or(CallError::Status(Status::SizeOverflow))?;
-        let mut out = std::mem::take(&mut ws.out);
-        out.clear();
-        out.resize(n, 0.0);
-        let inputs = std::mem::take(&mut ws.inputs);
-        let slices: Vec<&[f64]> = inputs.iter().map(|v| v.as_slice()).collect();
-        let r = self.run(&mut ws, &size_values, &slices, &mut out);
-        drop(slices);
-        let value = r.map(|()| unflatten(&self.sig.ret, &self.sig.size_vars, &size_values, &out));
-        ws.inputs = inputs;
-        ws.out = out;
-        self.pool.lock().expect("pool").push(ws);
-        value
+        let n_sizes = words.len();
+        let r = self.check_sizes(&words).and_then(|()| {
+            flat_len(&self.sig.ret, vars, &words).ok_or(CallError::Status(Status::SizeOverflow))
+        });
+        words.extend(ws.inputs.iter().map(|d| d.as_ptr() as i64));
+        ws.words = words;
+        let n = r?;
+        let mut data = std::mem::take(&mut ws.out);
+        data.clear();
+        data.resize(n, 0.0);
+        let r = self.execute(ws, &mut data);
+        if r.is_ok() {
+            let mut at = 0;
+            let sizes = &ws.words[..n_sizes];
+            crate::bind::fill(out, &self.sig.ret, vars, sizes, &data, &mut at);
+        }
+        ws.out = data;
+        r
     }
 
     /// Calls the function on flat data: `sizes` gives every size variable,
@@ -258,22 +431,7 @@ impl Compiled {
         out: &mut [f64],
     ) -> Result<(), CallError> {
         let vars = &self.sig.size_vars;
-        if sizes.len() != vars.len() {
-            return Err(CallError::Arguments(format!(
-                "{} sizes given, {} expected",
-                sizes.len(),
-                vars.len()
-            )));
-        }
-        if let Some(k) = sizes
-            .iter()
-            .position(|&s| !(0..=crate::abi::MAX_LEN).contains(&s))
-        {
-            return Err(CallError::Arguments(format!(
-                "size `{}` is {}",
-                vars[k], sizes[k]
-            )));
-        }
+        self.check_sizes(sizes)?;
         let params = || {
             self.sig
                 .params
@@ -299,6 +457,35 @@ impl Compiled {
         ws.words.clear();
         ws.words.extend_from_slice(sizes);
         ws.words.extend(inputs.iter().map(|d| d.as_ptr() as i64));
+        self.execute(ws, out)
+    }
+
+    /// One value per size variable, each in `0 ..= 2⁴⁰`.
+    fn check_sizes(&self, sizes: &[i64]) -> Result<(), CallError> {
+        let vars = &self.sig.size_vars;
+        if sizes.len() != vars.len() {
+            return Err(CallError::Arguments(format!(
+                "{} sizes given, {} expected",
+                sizes.len(),
+                vars.len()
+            )));
+        }
+        if let Some(k) = sizes
+            .iter()
+            .position(|&s| !(0..=crate::abi::MAX_LEN).contains(&s))
+        {
+            return Err(CallError::Arguments(format!(
+                "size `{}` is {}",
+                vars[k], sizes[k]
+            )));
+        }
+        Ok(())
+    }
+
+    /// Runs the code on the argument words in `ws.words` (sizes, then
+    /// pointers to data of the checked lengths), growing the workspace
+    /// and calling again while the code asks for more.
+    fn execute(&self, ws: &mut Workspace, out: &mut [f64]) -> Result<(), CallError> {
         loop {
             let mut info = 0i64;
             // SAFETY: the buffers have the lengths the ABI requires (checked

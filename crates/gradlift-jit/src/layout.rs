@@ -11,7 +11,7 @@ pub(crate) fn flatten_into(v: &Value, out: &mut Vec<f64>) {
     v.flatten(out)
 }
 
-fn size_value(s: &Size, vars: &[Name], sizes: &[i64]) -> Option<i64> {
+pub(crate) fn size_value(s: &Size, vars: &[Name], sizes: &[i64]) -> Option<i64> {
     s.terms.iter().try_fold(s.constant, |acc, (v, k)| {
         let i = vars.iter().position(|x| x == v)?;
         acc.checked_add(k.checked_mul(sizes[i])?)
@@ -47,10 +47,15 @@ fn len_of(ty: &Type, vars: &[Name], sizes: &[i64], strict: bool) -> Option<usize
     }
 }
 
-/// The value of type `ty` whose reals are `data` (as [`flat_len`] counts).
-pub(crate) fn unflatten(ty: &Type, vars: &[Name], sizes: &[i64], data: &[f64]) -> Value {
-    let mut at = 0;
-    build(ty, vars, sizes, data, &mut at)
+/// The value of type `ty` whose reals start at `data[*at]`; advances `at`.
+pub(crate) fn rebuild(
+    ty: &Type,
+    vars: &[Name],
+    sizes: &[i64],
+    data: &[f64],
+    at: &mut usize,
+) -> Value {
+    build(ty, vars, sizes, data, at)
 }
 
 fn build(ty: &Type, vars: &[Name], sizes: &[i64], data: &[f64], at: &mut usize) -> Value {

@@ -17,7 +17,9 @@
 #![warn(missing_docs)]
 
 pub mod abi;
+mod annotate;
 mod arrays;
+mod bind;
 mod checkpoint;
 mod eta;
 mod jit;

@@ -15,17 +15,20 @@
 //! named [`JitError::Unsupported`], never a panic.
 
 use crate::abi::{Status, MAX_LEN};
+use crate::annotate::{one_line, Labels};
 use crate::prims::{lower_prim, Libm, REAL};
 use crate::values::{load, ArrayVal, Shape, Values};
 use crate::JitError;
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, Block, BlockArg, FuncRef, InstBuilder, Value};
+use cranelift_codegen::ir::{
+    types, Block, BlockArg, FuncRef, InstBuilder, InstructionData, Opcode, Value, ValueDef,
+};
 use cranelift_frontend::{FunctionBuilder, Variable};
 use gradlift_ad::inline::Closed;
 use gradlift_lang::deep::guard;
 use gradlift_lang::syntax::{Expr, ExprKind, Name, Pattern, Size, Type};
 use gradlift_lang::types::Typer;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// The state of lowering one function.
 pub(crate) struct Translator<'a, 'f> {
@@ -48,6 +51,35 @@ pub(crate) struct Translator<'a, 'f> {
     /// The imported schedule functions of checkpointed loops (start,
     /// next), where the code runs in this process.
     pub runtime: crate::checkpoint::Runtime,
+    /// Labels of the terms instructions come from, when asked for
+    /// (`annotate.rs`).
+    pub labels: Option<Labels>,
+    /// What the code has established at the current point and may reuse:
+    /// see [`Known`].
+    pub known: Known,
+    /// Overflow checks of byte-count arithmetic not branched on yet: the
+    /// conjunction of their conditions. The arithmetic is pure (it cannot
+    /// trap or touch memory), so a run of it is checked by one branch,
+    /// emitted before its result is used ([`Translator::flush_overflow`]).
+    pub overflow: Option<Value>,
+}
+
+/// Facts established by code that dominates the current point: sizes
+/// already checked to be in `0 ..= MAX_LEN`, and products already computed
+/// with their overflow check. Everything emitted in straight line dominates
+/// what follows, so the facts hold until the end of the region they were
+/// established in: a loop body or a branch of `if` saves them on entry and
+/// restores them on exit ([`Translator::region`]).
+#[derive(Clone, Default)]
+pub(crate) struct Known {
+    in_range: HashSet<Value>,
+    products: HashMap<(Value, Value), Value>,
+    /// `max(v, 0)` of lengths.
+    clamped: HashMap<Value, Value>,
+    /// Integer constants, one value each.
+    constants: HashMap<i64, Value>,
+    /// Values of size expressions.
+    sizes: HashMap<Size, Value>,
 }
 
 pub(crate) fn unsupported<T>(what: impl Into<String>) -> Result<T, JitError> {
@@ -55,13 +87,15 @@ pub(crate) fn unsupported<T>(what: impl Into<String>) -> Result<T, JitError> {
 }
 
 /// Lowers `closed` into the function `b` builds (its signature already set
-/// to the ABI's, `libm` imported into it).
+/// to the ABI's, `libm` imported into it). With `labels`, instructions are
+/// tagged with the terms they come from, whose labels are returned.
 pub(crate) fn lower_function(
     b: &mut FunctionBuilder,
     closed: &Closed,
     libm: Vec<FuncRef>,
+    labels: bool,
     runtime: crate::checkpoint::Runtime,
-) -> Result<(), JitError> {
+) -> Result<Option<Labels>, JitError> {
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
@@ -71,6 +105,10 @@ pub(crate) fn lower_function(
     );
     let fail = b.create_block();
     b.set_cold_block(fail);
+    let mut labels = labels.then(Labels::default);
+    if let Some(labels) = &mut labels {
+        b.set_srcloc(labels.add("the workspace's bounds".to_string()));
+    }
     let top = b.declare_var(types::I64);
     b.def_var(top, ws);
     let zero = b.ins().iconst(types::I64, 0);
@@ -87,8 +125,12 @@ pub(crate) fn lower_function(
         fail,
         libm,
         runtime,
+        labels,
+        known: Known::default(),
+        overflow: None,
     };
     for (k, name) in closed.size_vars.iter().enumerate() {
+        t.label(|| format!("size `{name}` (args[{k}])"));
         let v =
             t.b.ins()
                 .load(types::I64, crate::values::mem(), args, 8 * k as i32);
@@ -99,6 +141,7 @@ pub(crate) fn lower_function(
     let mut word = closed.size_vars.len() as i32;
     for (name, ty) in &closed.params {
         let Some(ty) = ty else { continue };
+        t.label(|| format!("parameter `{name}: {ty}` (args[{word}])"));
         let ptr =
             t.b.ins()
                 .load(types::I64, crate::values::mem(), args, 8 * word);
@@ -109,7 +152,9 @@ pub(crate) fn lower_function(
         t.env.insert(name.clone(), v);
         t.typer.push(name.clone(), ty.clone());
     }
+    t.label(|| one_line(&closed.body));
     let result = t.lower(&closed.body)?;
+    t.label(|| format!("the result `{}` to out", closed.ret));
     let Some(shape) = result.shape() else {
         return unsupported("a condition as the result");
     };
@@ -123,19 +168,80 @@ pub(crate) fn lower_function(
     let ok = t.b.ins().iconst(types::I64, Status::Ok as i64);
     t.b.ins().return_(&[ok]);
     t.b.switch_to_block(fail);
+    t.label(|| "failure: *info = detail, return the status".to_string());
     let status = t.b.append_block_param(fail, types::I64);
     let detail = t.b.append_block_param(fail, types::I64);
     t.b.ins().store(crate::values::mem(), detail, info, 0);
     t.b.ins().return_(&[status]);
     t.b.seal_all_blocks();
-    Ok(())
+    Ok(t.labels)
 }
 
 impl Translator<'_, '_> {
+    /// Tags the instructions built from now on with a new label (when
+    /// labels are asked for).
+    pub fn label(&mut self, text: impl FnOnce() -> String) {
+        if let Some(labels) = &mut self.labels {
+            let loc = labels.add(text());
+            self.b.set_srcloc(loc);
+        }
+    }
+
+    /// Runs `f` with its instructions tagged with a new label, then goes
+    /// back to the current one.
+    pub fn labelled<T>(
+        &mut self,
+        text: impl FnOnce() -> String,
+        f: impl FnOnce(&mut Self) -> T,
+    ) -> T {
+        if self.labels.is_none() {
+            return f(self);
+        }
+        let outer = self.b.srcloc();
+        self.label(text);
+        let r = f(self);
+        self.b.set_srcloc(outer);
+        r
+    }
+
+    /// Runs `f` for code that does not dominate what follows (a loop body,
+    /// a branch): the facts it establishes are forgotten after it.
+    pub fn region<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        let saved = self.known.clone();
+        let r = f(self);
+        self.known = saved;
+        r
+    }
+
+    /// The integer constant `c` (one value per region).
+    pub fn iconst(&mut self, c: i64) -> Value {
+        if let Some(&v) = self.known.constants.get(&c) {
+            return v;
+        }
+        let v = self.b.ins().iconst(types::I64, c);
+        self.known.constants.insert(c, v);
+        v
+    }
+
+    /// The value of `v` when it is an integer constant.
+    pub fn constant(&self, v: Value) -> Option<i64> {
+        let dfg = &self.b.func.dfg;
+        match dfg.value_def(v) {
+            ValueDef::Result(inst, _) => match dfg.insts[inst] {
+                InstructionData::UnaryImm {
+                    opcode: Opcode::Iconst,
+                    imm,
+                } => Some(imm.bits()),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// Continues if `ok` (an `i8`) is set; otherwise fails with `status`.
     pub fn check(&mut self, ok: Value, status: Status, info: Value) {
         let cont = self.b.create_block();
-        let code = self.b.ins().iconst(types::I64, status as i64);
+        let code = self.iconst(status as i64);
         let args = [BlockArg::from(code), BlockArg::from(info)];
         self.b.ins().brif(ok, cont, &[], self.fail, &args);
         self.b.switch_to_block(cont);
@@ -143,6 +249,11 @@ impl Translator<'_, '_> {
 
     /// Checks `0 ≤ n ≤ MAX_LEN`.
     pub fn check_size(&mut self, n: Value, info: Value) {
+        if self.constant(n).is_some_and(|c| (0..=MAX_LEN).contains(&c))
+            || !self.known.in_range.insert(n)
+        {
+            return;
+        }
         let ok = self
             .b
             .ins()
@@ -150,8 +261,40 @@ impl Translator<'_, '_> {
         self.check(ok, Status::BadSize, info);
     }
 
-    /// `a · b` for `a, b ≥ 0`, failing with `SizeOverflow` past 2⁶³.
-    pub fn mul_checked(&mut self, a: Value, b: Value) -> Value {
+    /// Adds `ok` to the pending overflow checks.
+    fn defer_overflow(&mut self, ok: Value) {
+        self.overflow = Some(match self.overflow {
+            None => ok,
+            Some(all) => self.b.ins().band(all, ok),
+        });
+    }
+
+    /// Branches to the failure block (`SizeOverflow`) unless every pending
+    /// overflow check holds.
+    pub fn flush_overflow(&mut self) {
+        if let Some(ok) = self.overflow.take() {
+            let zero = self.iconst(0);
+            self.check(ok, Status::SizeOverflow, zero);
+        }
+    }
+
+    /// `a · b` for `a, b ≥ 0`, failing with `SizeOverflow` past 2⁶³ once
+    /// the pending checks are flushed.
+    pub fn mul_deferred(&mut self, a: Value, b: Value) -> Value {
+        if let (Some(x), Some(y)) = (self.constant(a), self.constant(b)) {
+            if let Some(p) = x.checked_mul(y).filter(|p| *p >= 0 && x >= 0) {
+                return self.iconst(p);
+            }
+        }
+        if let Some(&p) = self.known.products.get(&(a, b)) {
+            return p;
+        }
+        let low = self.mul_checked_emit(a, b);
+        self.known.products.insert((a, b), low);
+        low
+    }
+
+    fn mul_checked_emit(&mut self, a: Value, b: Value) -> Value {
         let high = self.b.ins().umulhi(a, b);
         let low = self.b.ins().imul(a, b);
         let high_zero = self.b.ins().icmp_imm_s(IntCC::Equal, high, 0);
@@ -160,33 +303,44 @@ impl Translator<'_, '_> {
             .ins()
             .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, low, 0);
         let ok = self.b.ins().band(high_zero, low_fits);
-        let zero = self.b.ins().iconst(types::I64, 0);
-        self.check(ok, Status::SizeOverflow, zero);
+        self.defer_overflow(ok);
         low
     }
 
     /// Bytes one element of `shape` takes, overflow checked.
     pub fn bytes(&mut self, shape: &Shape) -> Result<Value, JitError> {
+        let v = self.bytes_deferred(shape)?;
+        self.flush_overflow();
+        Ok(v)
+    }
+
+    /// [`Translator::bytes`] with its overflow checks pending.
+    pub fn bytes_deferred(&mut self, shape: &Shape) -> Result<Value, JitError> {
         Ok(match shape {
-            Shape::Real => self.b.ins().iconst(types::I64, 8),
+            Shape::Real => self.iconst(8),
             Shape::Tuple(ss) => {
-                let mut total = self.b.ins().iconst(types::I64, 0);
+                let mut total = self.iconst(0);
                 for s in ss {
-                    let k = self.bytes(s)?;
+                    let k = self.bytes_deferred(s)?;
                     // Each part is below 2⁶³, so the sum fits in 64 bits unsigned.
+                    if let (Some(x), Some(y)) = (self.constant(total), self.constant(k)) {
+                        if let Some(sum) = x.checked_add(y) {
+                            total = self.iconst(sum);
+                            continue;
+                        }
+                    }
                     total = self.b.ins().iadd(total, k);
                     let ok = self
                         .b
                         .ins()
                         .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, total, 0);
-                    let zero = self.b.ins().iconst(types::I64, 0);
-                    self.check(ok, Status::SizeOverflow, zero);
+                    self.defer_overflow(ok);
                 }
                 total
             }
             Shape::Array(len, elem) => {
-                let k = self.bytes(elem)?;
-                self.mul_checked(*len, k)
+                let k = self.bytes_deferred(elem)?;
+                self.mul_deferred(*len, k)
             }
         })
     }
@@ -209,15 +363,35 @@ impl Translator<'_, '_> {
 
     /// The value of a size expression.
     pub fn size(&mut self, s: &Size) -> Result<Value, JitError> {
-        let mut acc = self.b.ins().iconst(types::I64, s.constant);
+        if let Some(&v) = self.known.sizes.get(s) {
+            return Ok(v);
+        }
+        let v = self.size_emit(s)?;
+        self.known.sizes.insert(s.clone(), v);
+        Ok(v)
+    }
+
+    fn size_emit(&mut self, s: &Size) -> Result<Value, JitError> {
+        let mut acc: Option<Value> = None;
         for (v, &k) in &s.terms {
             let Some(&x) = self.sizes.get(v) else {
                 return unsupported(format!("the size variable `{v}` out of scope"));
             };
-            let term = self.b.ins().imul_imm_s(x, k);
-            acc = self.b.ins().iadd(acc, term);
+            let term = if k == 1 {
+                x
+            } else {
+                self.b.ins().imul_imm_s(x, k)
+            };
+            acc = Some(match acc {
+                None => term,
+                Some(a) => self.b.ins().iadd(a, term),
+            });
         }
-        Ok(acc)
+        Ok(match acc {
+            None => self.iconst(s.constant),
+            Some(a) if s.constant == 0 => a,
+            Some(a) => self.b.ins().iadd_imm_s(a, s.constant),
+        })
     }
 
     /// The layout of a value of type `ty`. Lengths below 0 (the type of
@@ -233,12 +407,16 @@ impl Translator<'_, '_> {
             Type::Array(elem, n) => {
                 let len = self.size(n)?;
                 let len = if strict {
-                    let not_a_size_var = self.b.ins().iconst(types::I64, -1);
+                    let not_a_size_var = self.iconst(-1);
                     self.check_size(len, not_a_size_var);
                     len
+                } else if let Some(&c) = self.known.clamped.get(&len) {
+                    c
                 } else {
-                    let zero = self.b.ins().iconst(types::I64, 0);
-                    self.b.ins().smax(len, zero)
+                    let zero = self.iconst(0);
+                    let c = self.b.ins().smax(len, zero);
+                    self.known.clamped.insert(len, c);
+                    c
                 };
                 Shape::Array(len, Box::new(self.shape_of_type(elem, strict)?))
             }
@@ -275,7 +453,12 @@ impl Translator<'_, '_> {
 
     /// Lowers a term to its values.
     pub fn lower(&mut self, e: &Expr) -> Result<Values, JitError> {
-        guard(|| self.lower_inner(e))
+        match e.kind {
+            ExprKind::ArrayOp(..) | ExprKind::If(..) if self.labels.is_some() => {
+                self.labelled(|| one_line(e), |t| guard(|| t.lower_inner(e)))
+            }
+            _ => guard(|| self.lower_inner(e)),
+        }
     }
 
     fn lower_inner(&mut self, e: &Expr) -> Result<Values, JitError> {
@@ -319,11 +502,14 @@ impl Translator<'_, '_> {
                         Some(t) => t.clone(),
                         None => self.type_of(value)?,
                     };
-                    let v = self.lower(value)?;
+                    let v = self.labelled(
+                        || one_line(&format_args!("let {pat} = {value}")),
+                        |t| guard(|| t.lower_inner(value)),
+                    )?;
                     self.bind(pat, v, &t)?;
                     cur = body;
                 }
-                self.lower(cur)
+                self.labelled(|| one_line(cur), |t| t.lower(cur))
             }
             ExprKind::Tuple(es) => Ok(Values::Tuple(
                 es.iter().map(|x| self.lower(x)).collect::<Result<_, _>>()?,
@@ -376,7 +562,7 @@ impl Translator<'_, '_> {
         );
         self.b.ins().brif(cond, then_block, &[], else_block, &[]);
         self.b.switch_to_block(then_block);
-        let t = self.lower(then)?;
+        let t = self.region(|t| t.lower(then))?;
         let flat = t.to_vec();
         for v in &flat {
             let ty = self.b.func.dfg.value_type(*v);
@@ -385,7 +571,7 @@ impl Translator<'_, '_> {
         let args: Vec<BlockArg> = flat.iter().map(|v| BlockArg::from(*v)).collect();
         self.b.ins().jump(merge, &args);
         self.b.switch_to_block(else_block);
-        let f = self.lower(other)?;
+        let f = self.region(|t| t.lower(other))?;
         let args: Vec<BlockArg> = f.to_vec().into_iter().map(BlockArg::from).collect();
         if args.len() != flat.len() {
             return Err(JitError::Internal(

@@ -39,6 +39,19 @@ impl Libm {
         Libm::Pow,
     ];
 
+    /// The C library's function it computes (imported by object files).
+    pub fn c_name(self) -> &'static str {
+        match self {
+            Libm::Sin => "sin",
+            Libm::Cos => "cos",
+            Libm::Tan => "tan",
+            Libm::Exp => "exp",
+            Libm::Log => "log",
+            Libm::Tanh => "tanh",
+            Libm::Pow => "pow",
+        }
+    }
+
     /// The symbol it is registered under, its arity and its address.
     pub fn symbol(self) -> (&'static str, usize, *const u8) {
         match self {

@@ -4,7 +4,7 @@
 
 use gradlift_ad::inline::inline;
 use gradlift_jit::Jit;
-use gradlift_lang::check_source;
+use gradlift_lang::{check_source, Value};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
@@ -50,4 +50,57 @@ fn warm_calls_do_not_allocate() {
     assert_eq!(allocations, 0, "heap allocations in 100 warm calls");
     assert_eq!(out[0], 0.0);
     assert!(out[1000].is_finite());
+}
+
+#[test]
+fn warm_calls_on_values_do_not_allocate() {
+    // Nested arrays, a tuple result and a size parameter: the size binding,
+    // the flattening and the result all reuse their buffers.
+    let source = "def f(X: [[R; d]; m], w: [R; d], k: size) -> ([R; m], (R, [[R; d]; m])) = \
+                  let z = map (row. reduce (+) 0 (map2 (*) row w)) X in \
+                  (map (v. v * k) z, (reduce (+) 0 z, map (row. map2 (a, b. a * exp(b)) row w) X))";
+    let checked = check_source("<test>", source).unwrap();
+    let f = Jit::new().unwrap().compile(&inline(&checked, 0)).unwrap();
+    let (m, d) = (50, 8);
+    let x = Value::array(
+        (0..m)
+            .map(|i| {
+                Value::reals(
+                    &(0..d)
+                        .map(|j| ((i * d + j) as f64).sin())
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .collect(),
+    );
+    let w = Value::reals(&(0..d).map(|j| 0.1 * j as f64).collect::<Vec<_>>());
+    let args = [x, w, Value::Real(3.0)];
+    let expected = f.call(&args).unwrap();
+    let mut out = Value::Real(0.0);
+    // The first call builds `out` and grows the workspace.
+    f.call_into(&args, &mut out).unwrap();
+    assert!(out.same(&expected));
+    COUNT.with(|c| c.set(Some(0)));
+    for _ in 0..100 {
+        f.call_into(&args, &mut out).unwrap();
+    }
+    let allocations = COUNT.with(|c| c.replace(None)).unwrap();
+    assert_eq!(allocations, 0, "heap allocations in 100 warm calls");
+    assert!(out.same(&expected), "{out} != {expected}");
+    // A result of another shape is replaced, not misread.
+    let mut other = Value::reals(&[1.0, 2.0]);
+    f.call_into(&args, &mut other).unwrap();
+    assert!(other.same(&expected));
+    // A shared result is not written through: the other owner keeps it.
+    let shared = out.clone();
+    f.call_into(&args, &mut out).unwrap();
+    assert!(shared.same(&expected) && out.same(&expected));
+    // Bad arguments are still errors, explained by the general binder.
+    let e = f
+        .call_into(
+            &[Value::reals(&[1.0]), Value::reals(&[1.0]), Value::Real(1.0)],
+            &mut out,
+        )
+        .unwrap_err();
+    assert!(matches!(e, gradlift_jit::CallError::Arguments(_)), "{e}");
 }

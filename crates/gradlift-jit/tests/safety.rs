@@ -144,3 +144,27 @@ fn raw_abi_as_documented() {
     };
     assert_eq!((status, info), (Status::BadSize as i64, 1));
 }
+
+#[test]
+fn byte_counts_that_overflow_fail_before_memory_is_touched() {
+    // Each size is allowed (2^40), the byte count of the parameter is not
+    // (2^123): the code must stop with SizeOverflow before reading the
+    // argument, which is far shorter than its type claims.
+    let f = compile("def f(A: [[[R; a]; b]; c]) -> R = A[0][0][0]");
+    let data = [1.0f64; 4];
+    let args: [i64; 4] = [1 << 40, 1 << 40, 1 << 40, data.as_ptr() as i64];
+    let mut out = [0.0f64; 1];
+    let mut workspace = vec![0u64; 16];
+    let mut info = -5i64;
+    let status = unsafe {
+        f.raw()(
+            args.as_ptr(),
+            out.as_mut_ptr(),
+            1,
+            workspace.as_mut_ptr() as *mut u8,
+            (workspace.len() * 8) as i64,
+            &mut info,
+        )
+    };
+    assert_eq!((status, info), (Status::SizeOverflow as i64, 0));
+}
