@@ -352,6 +352,14 @@ enum Stage {
 }
 
 fn main() -> ExitCode {
+    // Like other command-line tools, stop quietly when the reader of stdout
+    // goes away (`gradlift emit … | head`), instead of failing a write.
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to the default before any
+    // other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Eval(a) => eval(a),

@@ -687,3 +687,29 @@ fn bad_checkpoint_annotation() {
         caret_under(&out, &line, at);
     }
 }
+
+/// A reader that stops early (`gradlift emit … | head`) ends the output
+/// without a panic.
+#[cfg(unix)]
+#[test]
+fn closed_stdout_is_not_a_panic() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gradlift"))
+        .args(["emit", ODE, "--fn", "last", "--stage", "clif", "--grad"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the gradlift binary runs");
+    let mut first = [0u8; 64];
+    child
+        .stdout
+        .take()
+        .expect("piped")
+        .read_exact(&mut first)
+        .expect("some output");
+    // The pipe is closed here, with most of the output unread.
+    let out = child.wait_with_output().expect("gradlift ends");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+}
