@@ -591,7 +591,22 @@ impl Parser {
             if self.is_punct("(") && touching {
                 let args = self.call_args()?;
                 let span = e.span.to(self.prev_span());
-                e = Expr::new(ExprKind::Apply(Box::new(e), args), span);
+                e = match e.kind {
+                    // `exp (x)` or `(exp)(x)` is `exp(x)`: one form, which
+                    // prints back to text that reads the same.
+                    ExprKind::PrimFn(p) if p.info().fixity == Fixity::Call => {
+                        if args.len() != p.info().arity {
+                            return Err(arity_error(
+                                p.info().name,
+                                p.info().arity,
+                                args.len(),
+                                span,
+                            ));
+                        }
+                        Expr::new(ExprKind::Prim(p, args), span)
+                    }
+                    _ => Expr::new(ExprKind::Apply(Box::new(e), args), span),
+                };
             } else if self.is_punct("[") && touching {
                 self.bump();
                 let negative = self.eat_punct("-");
