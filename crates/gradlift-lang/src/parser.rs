@@ -284,7 +284,12 @@ impl Parser {
     }
 
     fn size(&mut self) -> PResult<Size> {
-        let mut total = self.size_term()?;
+        // A leading `-`: the printer writes `0 - n` as `-n`.
+        let mut total = if self.eat_punct("-") {
+            Size::lit(0).add_scaled(&self.size_term()?, -1)
+        } else {
+            self.size_term()?
+        };
         loop {
             if self.eat_punct("+") {
                 total = total.plus(&self.size_term()?);

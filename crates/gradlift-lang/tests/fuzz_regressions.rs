@@ -42,3 +42,14 @@ fn spaced_call_of_a_primitive_with_two_arguments() {
     let e = parse_module("def f(a: R, b: R) -> R = exp(a, b)").unwrap_err();
     assert!(e.to_string().contains("`exp` takes 1 argument"), "{e}");
 }
+
+/// A size with a negative leading term printed as `-1` or `-n`, which the
+/// size grammar did not accept; a size may now start with `-`.
+#[test]
+fn size_with_a_negative_leading_term() {
+    for size in ["0-1", "0-n", "n-n", "2*n-3*n", "1-n+m", "-n+2", "-2*n"] {
+        round_trips(&format!(
+            "def f(A: [R; n], B: [R; m], obs: [R; {size}]) -> R = 0"
+        ));
+    }
+}
