@@ -71,7 +71,10 @@ fn measure(shape: &str, n: usize) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
     if let [shape, n] = args.as_slice() {
         measure(shape, n.parse().expect("a size"));
         return;

@@ -18,7 +18,11 @@ fn input(k: usize) -> Vec<Value> {
             Value::reals(&[(i + t) * 0.01, 1.0 - 0.02 * i, (i * t).sin()])
         })
         .collect();
-    let y = Value::reals(&(0..20).map(|i| if (i + k) % 3 == 0 { 1.0 } else { -1.0 }).collect::<Vec<_>>());
+    let y = Value::reals(
+        &(0..20)
+            .map(|i| if (i + k) % 3 == 0 { 1.0 } else { -1.0 })
+            .collect::<Vec<_>>(),
+    );
     vec![w, Value::array(rows), y, Value::Real(0.01)]
 }
 
@@ -27,11 +31,16 @@ type Output = (u64, Vec<Value>);
 #[test]
 fn eight_threads_agree_with_one_bit_for_bit() {
     let root = env!("CARGO_MANIFEST_DIR");
-    let text = std::fs::read_to_string(format!("{root}/examples/logistic_regression.grad")).unwrap();
+    let text =
+        std::fs::read_to_string(format!("{root}/examples/logistic_regression.grad")).unwrap();
     let program = Program::parse("logistic_regression.grad", &text).unwrap();
     let f = program.function("loss").unwrap();
     let jit = Jit::new().unwrap();
-    let g = f.gradient(None, GradOptions::default()).unwrap().compile(&jit).unwrap();
+    let g = f
+        .gradient(None, GradOptions::default())
+        .unwrap()
+        .compile(&jit)
+        .unwrap();
     let inputs: Vec<Vec<Value>> = (0..INPUTS).map(input).collect();
     let alone: Vec<Output> = inputs
         .iter()

@@ -60,7 +60,10 @@ fn agree(text: &str, args: &[Value], jit: &Jit) -> (Value, f64, Vec<Value>) {
     let f = program.last_function().unwrap();
     let want = f.eval(args).unwrap();
     let got = f.compile(jit).unwrap().call(args).unwrap();
-    assert!(got.same(&want), "{text} at {args:?}: JIT {got}, interpreter {want}");
+    assert!(
+        got.same(&want),
+        "{text} at {args:?}: JIT {got}, interpreter {want}"
+    );
     let g = f.gradient(None, GradOptions::default()).unwrap();
     let (v1, g1) = g.eval(args).unwrap();
     let (v2, g2) = g.compile(jit).unwrap().call(args).unwrap();
@@ -114,7 +117,11 @@ fn engines_agree_on_special_values() {
 /// The value and the derivative of `body` at `x` (both engines agree).
 fn at(body: &str, x: f64) -> (f64, f64) {
     let jit = Jit::new().unwrap();
-    let (v, _, g) = agree(&format!("def f(x: R) -> R = {body}"), &[Value::Real(x)], &jit);
+    let (v, _, g) = agree(
+        &format!("def f(x: R) -> R = {body}"),
+        &[Value::Real(x)],
+        &jit,
+    );
     (v.as_real().unwrap(), g[0].as_real().unwrap())
 }
 
@@ -177,9 +184,14 @@ fn a_workspace_that_would_overflow_is_an_error() {
             g.eval(&args).err(),
             gradient.call(&args).err(),
         ];
-        for (engine, e) in ["interpreter", "JIT", "interpreted gradient", "native gradient"]
-            .iter()
-            .zip(errors)
+        for (engine, e) in [
+            "interpreter",
+            "JIT",
+            "interpreted gradient",
+            "native gradient",
+        ]
+        .iter()
+        .zip(errors)
         {
             match e {
                 Some(Error::Eval(m) | Error::Args(m)) => assert!(m.contains("error"), "{m}"),

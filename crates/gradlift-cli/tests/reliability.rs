@@ -112,7 +112,12 @@ fn workspace_overflow_is_an_error() {
         "def f(s: size, x: R) -> R =\n  reduce (+) 0 (map (r. reduce (+) 0 r) (replicate(s, replicate(s, x))))\n",
     );
     let file = path.to_str().unwrap();
-    for s in ["4294967296", "1099511627776", "1099511627777", "9223372036854775807"] {
+    for s in [
+        "4294967296",
+        "1099511627776",
+        "1099511627777",
+        "9223372036854775807",
+    ] {
         for engine in ["jit", "interp"] {
             for command in ["eval", "grad"] {
                 let at = format!("s={s}, x=1");
