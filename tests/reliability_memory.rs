@@ -22,7 +22,7 @@ fn compiling_and_dropping_10k_functions_keeps_memory_bounded() {
     let jit = Jit::new().unwrap();
     let args = [Value::reals(&[0.5, -1.0, 2.0]), Value::Real(0.3)];
     let (want, _) = g.eval(&args).unwrap();
-    let mut compile_and_drop = |count: usize| {
+    let compile_and_drop = |count: usize| {
         for _ in 0..count {
             let compiled = g.compile(&jit).unwrap();
             let (v, _) = compiled.call(&args).unwrap();

@@ -5,7 +5,6 @@
 
 mod support;
 
-use gradlift::lang::testing::Config;
 use gradlift::Jit;
 use support::pipeline_oracle::{check, Input};
 
@@ -15,33 +14,21 @@ fn generated_programs_agree_everywhere() {
     let (mut native, mut gradients, mut fd) = (0, 0, 0);
     let cases = 400u64;
     for seed in 0..cases {
-        // Depth 1 to 5, largest size 0 to 4; every other case has special
-        // values, chosen by a small LCG of the seed.
-        let config = Config {
-            depth: 1 + (seed % 5) as u32,
-            max_size: ((seed / 5) % 5) as i64,
-        };
-        let picks = (seed % 2 == 1).then(|| {
-            let mut x = seed
+        // The bytes a fuzzer would give: the seed, depth 1 to 5, largest
+        // size 0 to 4, and for every other case special values among the
+        // reals, chosen by a small LCG of the seed (a quarter of the reals).
+        let mut data = seed.to_le_bytes().to_vec();
+        data.extend([(seed % 5) as u8, ((seed / 5) % 5) as u8, (seed % 2) as u8]);
+        let mut x = seed;
+        for _ in 0..64 {
+            x = x
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
-            (0..64)
-                .map(|_| {
-                    x = x
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
-                    (x >> 59) as u8 // 0 to 31: a quarter of the reals special
-                })
-                .collect()
-        });
-        let outcome = check(
-            &Input {
-                seed,
-                config,
-                picks,
-            },
-            &jit,
-        );
+            data.push((x >> 59) as u8);
+        }
+        let input = Input::from_bytes(&data);
+        assert_eq!(input.config.depth, 1 + (seed % 5) as u32);
+        let outcome = check(&input, &jit);
         native += usize::from(outcome.native);
         gradients += usize::from(outcome.gradients);
         fd += outcome.finite_differences;

@@ -20,7 +20,7 @@ fn input(k: usize) -> Vec<Value> {
         .collect();
     let y = Value::reals(
         &(0..20)
-            .map(|i| if (i + k) % 3 == 0 { 1.0 } else { -1.0 })
+            .map(|i| if (i + k).is_multiple_of(3) { 1.0 } else { -1.0 })
             .collect::<Vec<_>>(),
     );
     vec![w, Value::array(rows), y, Value::Real(0.01)]
