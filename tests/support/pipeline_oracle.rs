@@ -45,8 +45,8 @@ pub struct Input {
 
 impl Input {
     /// The case a fuzzer's bytes stand for: 8 bytes of seed, one of depth
-    /// (1 to 5), one of largest size (0 to 4), one whose low bit asks for
-    /// special values, then one byte per real.
+    /// (1 to 5, default 4), one of largest size (0 to 4, default 3), one
+    /// whose low bit asks for special values, then one byte per real.
     pub fn from_bytes(data: &[u8]) -> Input {
         let mut seed = [0u8; 8];
         for (s, d) in seed.iter_mut().zip(data) {
@@ -55,9 +55,10 @@ impl Input {
         let byte = |i: usize| data.get(i).copied().unwrap_or(0);
         Input {
             seed: u64::from_le_bytes(seed),
+            // Absent knobs (a short input) take the generator's defaults.
             config: Config {
-                depth: 1 + u32::from(byte(8)) % 5,
-                max_size: i64::from(byte(9)) % 5,
+                depth: data.get(8).map_or(4, |&b| 1 + u32::from(b) % 5),
+                max_size: data.get(9).map_or(3, |&b| i64::from(b) % 5),
             },
             picks: (byte(10) & 1 == 1).then(|| data.iter().skip(11).copied().collect()),
         }
