@@ -284,7 +284,12 @@ impl Parser {
     }
 
     fn size(&mut self) -> PResult<Size> {
-        let mut total = self.size_term()?;
+        // A leading `-`: the printer writes `0 - n` as `-n`.
+        let mut total = if self.eat_punct("-") {
+            Size::lit(0).add_scaled(&self.size_term()?, -1)
+        } else {
+            self.size_term()?
+        };
         loop {
             if self.eat_punct("+") {
                 total = total.plus(&self.size_term()?);
@@ -637,7 +642,22 @@ impl Parser {
             if self.is_punct("(") && touching {
                 let args = self.call_args()?;
                 let span = e.span.to(self.prev_span());
-                e = Expr::new(ExprKind::Apply(Box::new(e), args), span);
+                e = match e.kind {
+                    // `exp (x)` or `(exp)(x)` is `exp(x)`: one form, which
+                    // prints back to text that reads the same.
+                    ExprKind::PrimFn(p) if p.info().fixity == Fixity::Call => {
+                        if args.len() != p.info().arity {
+                            return Err(arity_error(
+                                p.info().name,
+                                p.info().arity,
+                                args.len(),
+                                span,
+                            ));
+                        }
+                        Expr::new(ExprKind::Prim(p, args), span)
+                    }
+                    _ => Expr::new(ExprKind::Apply(Box::new(e), args), span),
+                };
             } else if self.is_punct("[") && touching {
                 self.bump();
                 let negative = self.eat_punct("-");
