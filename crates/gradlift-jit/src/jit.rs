@@ -36,28 +36,35 @@ pub struct Jit {
     host: bool,
 }
 
+/// Cranelift's settings for every target: `opt_level=speed`, its own
+/// verifier between passes in debug builds only (it took 10–25% of the
+/// compile time of large gradients), then `extra`.
+fn flags(extra: &[(&str, &str)]) -> Result<settings::Flags, JitError> {
+    let mut flags = settings::builder();
+    let verifier = if cfg!(debug_assertions) {
+        "true"
+    } else {
+        "false"
+    };
+    for (k, v) in [("opt_level", "speed"), ("enable_verifier", verifier)]
+        .iter()
+        .chain(extra)
+    {
+        flags
+            .set(k, v)
+            .map_err(|e| JitError::Codegen(e.to_string()))?;
+    }
+    Ok(settings::Flags::new(flags))
+}
+
 impl Jit {
     /// A compiler for the host ISA at `opt_level=speed`. The Cranelift
     /// verifier runs on every function in debug builds.
     pub fn new() -> Result<Jit, JitError> {
-        let mut flags = settings::builder();
-        let set = |f: &mut settings::Builder, k: &str, v: &str| {
-            f.set(k, v).map_err(|e| JitError::Codegen(e.to_string()))
-        };
-        set(&mut flags, "opt_level", "speed")?;
-        set(&mut flags, "use_colocated_libcalls", "false")?;
-        // Cranelift's own verifier, between its passes: on in debug builds
-        // only (it took 10–25% of the compile time of large gradients).
-        let verifier = if cfg!(debug_assertions) {
-            "true"
-        } else {
-            "false"
-        };
-        set(&mut flags, "enable_verifier", verifier)?;
-        set(&mut flags, "is_pic", "false")?;
+        let flags = flags(&[("is_pic", "false"), ("use_colocated_libcalls", "false")])?;
         let isa = cranelift_native::builder()
             .map_err(|e| JitError::Codegen(e.to_string()))?
-            .finish(settings::Flags::new(flags))
+            .finish(flags)
             .map_err(|e| JitError::Codegen(e.to_string()))?;
         Ok(Jit {
             isa,
@@ -75,21 +82,10 @@ impl Jit {
         let triple: target_lexicon::Triple = triple
             .parse()
             .map_err(|e| JitError::Codegen(format!("target `{triple}`: {e}")))?;
-        let mut flags = settings::builder();
-        let set = |f: &mut settings::Builder, k: &str, v: &str| {
-            f.set(k, v).map_err(|e| JitError::Codegen(e.to_string()))
-        };
-        set(&mut flags, "opt_level", "speed")?;
-        set(&mut flags, "is_pic", "true")?;
-        let verifier = if cfg!(debug_assertions) {
-            "true"
-        } else {
-            "false"
-        };
-        set(&mut flags, "enable_verifier", verifier)?;
+        let flags = flags(&[("is_pic", "true")])?;
         let isa = cranelift_codegen::isa::lookup(triple.clone())
             .map_err(|e| JitError::Codegen(format!("target `{triple}`: {e}")))?
-            .finish(settings::Flags::new(flags))
+            .finish(flags)
             .map_err(|e| JitError::Codegen(e.to_string()))?;
         Ok(Jit {
             isa,

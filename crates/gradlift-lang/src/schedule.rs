@@ -214,11 +214,10 @@ impl<'a> Machine<'a> {
                 buf[PARAM] = i64::from(k.max(1));
                 buf[PHASE] = if n == 0 { DONE } else { FWD_STORE };
             }
-            Schedule::Binomial(c) => {
+            Schedule::Binomial(_) => {
                 buf[KIND] = 1;
                 buf[PARAM] = schedule.slots(n) as i64;
                 buf[PHASE] = if n == 0 { DONE } else { INITIAL_STORE };
-                let _ = c;
             }
         }
         Machine { buf }

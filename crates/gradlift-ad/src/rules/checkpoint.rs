@@ -40,13 +40,8 @@ impl Deriver {
     ) -> AdResult<()> {
         let (v, v_ty) = &args[0];
         let (a, a_ty) = &args[1];
-        let Type::Array(elem_ty, _) = a_ty else {
-            unreachable!("a fold over an array")
-        };
-        let fv = self.free_slots(body, params);
-        let mut ctx = fv.clone();
-        ctx.push((params[0].clone(), acc_ty.clone()));
-        ctx.push((params[1].clone(), (**elem_ty).clone()));
+        let ctx = self.step_context(params, body, acc_ty, a_ty);
+        let fv = &ctx[..ctx.len() - 2];
         let (kx, ky, len) = (fv.len(), fv.len() + 1, fv.len() + 2);
 
         let (g, f, r) = (
@@ -56,7 +51,7 @@ impl Deriver {
         );
         let grad = self.gradient(&ctx, body, Adj::Val(var(&g)))?;
         let part = |j: usize| Self::component(var(&r), j, len);
-        let update = match &fv[..] {
+        let update = match fv {
             [(_, t)] => plus(t, var(&f), part(0), &mut self.names),
             _ => Expr::synth(ExprKind::Tuple(
                 fv.iter()
@@ -83,7 +78,7 @@ impl Deriver {
             let_in(pvar(&r), grad, tuple(vec![part(kx), elem_part, update])),
         );
         let step = lambda(vec![pvar(&params[0]), pvar(&params[1])], body.clone());
-        let init = match &fv[..] {
+        let init = match fv {
             [(n, t)] => zeros_like(t, &var(n), &mut self.names),
             _ => Expr::synth(ExprKind::Tuple(
                 fv.iter()

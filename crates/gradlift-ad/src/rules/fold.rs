@@ -218,6 +218,26 @@ impl Deriver {
         Ok(())
     }
 
+    /// The context a fold step's gradient is taken in: the free variables
+    /// of `(x, y. body)` that carry cotangents, then the accumulator `x`
+    /// and the element `y`.
+    pub(crate) fn step_context(
+        &mut self,
+        params: &[Name],
+        body: &Expr,
+        acc_ty: &Type,
+        array_ty: &Type,
+    ) -> Vec<(Name, Type)> {
+        let Type::Array(elem_ty, _) = array_ty else {
+            unreachable!("a fold over an array")
+        };
+        let fv = self.free_slots(body, params);
+        let mut ctx = fv.clone();
+        ctx.push((params[0].clone(), acc_ty.clone()));
+        ctx.push((params[1].clone(), (**elem_ty).clone()));
+        ctx
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn fold_backward(
         &mut self,
@@ -231,13 +251,11 @@ impl Deriver {
     ) -> AdResult<()> {
         let (v, v_ty) = &args[0];
         let (a, a_ty) = &args[1];
+        let ctx = self.step_context(params, body, acc_ty, a_ty);
+        let fv = &ctx[..ctx.len() - 2];
         let Type::Array(elem_ty, _) = a_ty else {
             unreachable!("a fold over an array")
         };
-        let fv = self.free_slots(body, params);
-        let mut ctx = fv.clone();
-        ctx.push((params[0].clone(), acc_ty.clone()));
-        ctx.push((params[1].clone(), (**elem_ty).clone()));
         let (kx, ky, len) = (fv.len(), fv.len() + 1, fv.len() + 2);
         let a0 = self.bind(
             &mut sw.rev,
@@ -342,7 +360,7 @@ impl Deriver {
         );
         self.add(sw, a, a_ty, Adj::Val(elem_adj));
         self.add(sw, v, v_ty, Adj::Val(index(cot, 0)));
-        self.add_free_sums(sw, &fv, &qs, 0, len);
+        self.add_free_sums(sw, fv, &qs, 0, len);
         Ok(())
     }
 }
