@@ -146,6 +146,17 @@ fn ones_and_zeros_are_recognised_in_every_form() {
 
 #[test]
 fn constant_arrays_become_constants_in_map2() {
+    // An array holding one variable everywhere (the cotangent of a sum).
+    rewrites(
+        "let Z = map (x. w) B in map2 (a, b. a * b) A Z",
+        "map (a. a * w) A",
+        Rule::Map2FillArg,
+    );
+    rewrites(
+        "map2 (a, b. b - a) replicate(n, w) A",
+        "map (b. b - w) A",
+        Rule::Map2FillArg,
+    );
     rewrites(
         "map2 (a, b. a * b + b) A (map (x. 2) B)",
         "map (a. a * 2 + 2) A",
@@ -186,6 +197,38 @@ fn projections_of_arrays_of_tuples_read_the_arrays() {
         "let P = map2 (a, b. (b, a * b)) A B in (B, map (p_1. p_1.1) P, P)",
         Rule::MapProj,
     );
+}
+
+#[test]
+fn consumers_of_arrays_of_tuples_read_the_components() {
+    // Constant partial derivatives: the array of pairs is never read.
+    rewrites(
+        "let P = map (a. (1, 2)) A in (map2 (p, z. p.0 * z) P Z, map2 (p, z. p.1 * z) P Z)",
+        "(Z, map (z_2. 2.0 * z_2) Z)",
+        Rule::TupleArg,
+    );
+    // A component that is a parameter is read from its array, one that is
+    // bound outside the function as it is.
+    rewrites(
+        "let P = map2 (a, b. (b, w, sin(a))) A B in (map2 (p, z. p.0 * p.1 * z) P Z, P)",
+        "(map2 (b, z. b * w * z) B Z, map2 (a, b_1. (b_1, w, sin(a))) A B)",
+        Rule::TupleArg,
+    );
+    rewrites(
+        "let P = map (a. (w, sin(a))) A in reduce (+) 0 (map (p. p.0 * 2) P)",
+        "foldl (acc, p. acc + w * 2.0) 0.0 A",
+        Rule::TupleArg,
+    );
+    // Not when a computed component is read, nor two parameters, nor the
+    // whole tuple.
+    for input in [
+        "let P = map2 (a, b. (b, sin(a))) A B in map2 (p, z. p.1 * z) P Z",
+        "let P = map2 (a, b. (b, a)) A B in map2 (p, z. p.0 * p.1 * z) P Z",
+        "let P = map2 (a, b. (b, 1)) A B in map2 (p, z. (p, z)) P Z",
+    ] {
+        let (out, stats) = simp(&term(input));
+        assert_eq!(stats.count(Rule::TupleArg), 0, "{input} ⇝ {out}");
+    }
 }
 
 #[test]
@@ -260,6 +303,33 @@ fn maps_fuse() {
     assert_eq!(stats.count(Rule::MapFusion), 0, "{out}");
 }
 
+#[test]
+fn reductions_of_maps_are_folds() {
+    rewrites(
+        "reduce (+) 0 (map exp A)",
+        "foldl (acc, x. acc + exp(x)) 0.0 A",
+        Rule::FoldFusion,
+    );
+    rewrites(
+        "foldl (s, y. s * y + 1) 2 (map (a. a * a) A)",
+        "foldl (s, a. s * (a * a) + 1.0) 2.0 A",
+        Rule::FoldFusion,
+    );
+    // A map used once, bound by a `let`, is inlined and then fused, however
+    // long its body.
+    rewrites(
+        "let M = map (a. let b = sin(a) in let c = cos(b) in let d = exp(c) in let e = sin(d) in let f = cos(e) in let g = exp(f) in g * g) A in reduce max 0 M",
+        "foldl (acc, a. let g_1 = exp(cos(sin(exp(cos(sin(a)))))) in max(acc, g_1 * g_1)) 0.0 A",
+        Rule::FoldFusion,
+    );
+    // A shared array is not fused.
+    let (out, stats) = simp(&term("let C = map exp A in (reduce (+) 0 C, C)"));
+    assert_eq!(stats.count(Rule::FoldFusion), 0, "{out}");
+    // A reduction of a `map2` stays (a fold takes one array).
+    let (out, stats) = simp(&term("reduce (+) 0 (map2 (a, b. a * b) A B)"));
+    assert_eq!(stats.count(Rule::FoldFusion), 0, "{out}");
+}
+
 // ---- Dead code and common subexpressions
 
 #[test]
@@ -284,14 +354,14 @@ fn common_subexpressions_are_bound_once() {
         Rule::Cse,
     );
     rewrites(
-        "(reduce (+) 0 (map (a. a * w) A), reduce (+) 0 (map (b. b * w) A))",
-        "let t = reduce (+) 0 (map (a. a * w) A) in (t, t)",
+        "(reduce (+) 0 (map2 (a, b. a * b) A B), reduce (+) 0 (map2 (c, d. c * d) A B))",
+        "let t = reduce (+) 0 (map2 (*) A B) in (t, t)",
         Rule::Cse,
     );
     // A computation in scope is reused inside a lambda.
     rewrites(
-        "sin(w) + reduce (+) 0 (map (a. a * sin(w)) A)",
-        "let t = sin(w) in t + reduce (+) 0 (map (a. a * t) A)",
+        "sin(w) + reduce (+) 0 (map2 (a, b. a * b * sin(w)) A B)",
+        "let t = sin(w) in t + reduce (+) 0 (map2 (a, b. a * b * t) A B)",
         Rule::Cse,
     );
     // Nothing is hoisted out of a branch.

@@ -33,12 +33,18 @@
 //!
 //! ```text
 //! X = zip A₀ A
-//! G = scanr (g, (x, y). ∇ₓ e · g) z X    -- G[i] = cotangent of Sᵢ, G[n] = z
-//! Q = map2 ((x, y), g. ∇_{Γ',x,y} e · g) X (shift1L G)
-//! Ā += map (.y) Q,  v̄ += G[0],  Γ̄' += reduce (+̂) 0 (map (.Γ') Q)
+//! W = scanr ((g, c, _), (x, y). let (γ, ξ, η) = ∇_{Γ',x,y} e · g in (ξ, c +̂ γ, η))
+//!           (z, 0_Γ', 0_y) X
+//! Ā += map (.2) (shift1R W),  v̄ += W[0].0,  Γ̄' += W[0].1
 //! ```
+//!
+//! `W[i].0` is the cotangent of `Sᵢ` (`W[n].0 = z`), `W[i].1` the sum of
+//! the free variables' terms of steps `i … n-1` and `W[i].2` the
+//! cotangent of `Aᵢ`. Each step's gradient is taken once: Figure 16's
+//! separate map of vector–Jacobian products after the scan would run every
+//! step's reverse pass a second time.
 
-use crate::adjoint::{scale, Adj};
+use crate::adjoint::{plus, scale, zeros, Adj};
 use crate::direct::{AdResult, Arg, Deriver, Sweep};
 use gradlift_lang::build::*;
 use gradlift_lang::syntax::*;
@@ -238,6 +244,64 @@ impl Deriver {
         ctx
     }
 
+    /// The function of the one right (or left) scan that reverses a fold
+    /// or a scan, and its start: accumulator `(g, c₀ … cₘ₋₁, _)` (the
+    /// state's cotangent, the free variables' sums, the last element's
+    /// cotangent), element `(x, y)` (a step's state and element) or, with
+    /// `own` (a scan's reverse), `((x, y), ζ)` where ζ is the state's own
+    /// cotangent, added to what flows back. Returns
+    /// `(ξ (+̂ ζ), c +̂ γ, η)` for `(γ, ξ, η) = ∇_{Γ',x,y} e · g`.
+    pub(crate) fn reverse_step(
+        &mut self,
+        ctx: &[(Name, Type)],
+        params: &[Name],
+        body: &Expr,
+        z: Expr,
+        own: Option<&Type>,
+    ) -> AdResult<(Expr, Expr)> {
+        let fv = &ctx[..ctx.len() - 2];
+        let elem_ty = &ctx[ctx.len() - 1].1;
+        let (kx, ky, len) = (fv.len(), fv.len() + 1, fv.len() + 2);
+        let step_pattern = ptuple(vec![pvar(&params[0]), pvar(&params[1])]);
+        let (g, q, r) = (
+            self.names.fresh("g"),
+            self.names.fresh("q"),
+            self.names.fresh("r"),
+        );
+        let sums: Vec<Name> = fv.iter().map(|_| self.names.fresh("c")).collect();
+        let full = self.gradient(ctx, body, Adj::Val(var(&g)))?;
+        let back_state = Self::component(var(&r), kx, len);
+        let (elem_pattern, back_state) = match own {
+            None => (pvar(&q), back_state),
+            Some(state_ty) => {
+                let zeta = self.names.fresh("zeta");
+                let total = plus(state_ty, var(&zeta), back_state, &mut self.names);
+                (ptuple(vec![pvar(&q), pvar(&zeta)]), total)
+            }
+        };
+        let mut next = vec![back_state];
+        for (j, (c, (_, t))) in sums.iter().zip(fv).enumerate() {
+            let term = Self::component(var(&r), j, len);
+            next.push(plus(t, var(c), term, &mut self.names));
+        }
+        next.push(Self::component(var(&r), ky, len));
+        let mut acc_pattern = vec![pvar(&g)];
+        acc_pattern.extend(sums.iter().map(pvar));
+        acc_pattern.push(Pattern::Wild(Default::default()));
+        let back = lambda(
+            vec![ptuple(acc_pattern), elem_pattern],
+            let_in(
+                step_pattern,
+                var(&q),
+                let_in(pvar(&r), full, Expr::synth(ExprKind::Tuple(next))),
+            ),
+        );
+        let mut start = vec![z];
+        start.extend(fv.iter().map(|(_, t)| zeros(t)));
+        start.push(zeros(elem_ty));
+        Ok((back, Expr::synth(ExprKind::Tuple(start))))
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn fold_backward(
         &mut self,
@@ -317,7 +381,10 @@ impl Deriver {
             return Ok(());
         }
 
-        // Vector–Jacobian products along a right scan.
+        // Vector–Jacobian products along one right scan: each step's
+        // gradient is taken once, and gives the cotangent of the state
+        // before it, the step's term of the free variables' cotangents
+        // (summed in the scan's accumulator) and the element's cotangent.
         let (s, e) = (self.names.fresh("s"), self.names.fresh("e"));
         let zipped = array_op(
             ArrayOp::Map2,
@@ -325,42 +392,25 @@ impl Deriver {
             vec![a0, a.clone()],
         );
         let x = self.bind(&mut sw.rev, "steps", zipped);
-        let step_pattern = ptuple(vec![pvar(&params[0]), pvar(&params[1])]);
-        let (g, q) = (self.names.fresh("g"), self.names.fresh("q"));
-        let grad_acc = self.gradient(&ctx, body, Adj::Val(var(&g)))?;
-        let back = lambda(
-            vec![pvar(&g), pvar(&q)],
-            let_in(
-                step_pattern.clone(),
-                var(&q),
-                Self::component(grad_acc, kx, len),
-            ),
-        );
+        let (back, start) = self.reverse_step(&ctx, params, body, z, None)?;
+        let width = fv.len() + 2;
         let cot = self.bind(
             &mut sw.rev,
             "dstates",
-            array_op(ArrayOp::Scanr, back, vec![z, x.clone()]),
+            array_op(ArrayOp::Scanr, back, vec![start, x]),
         );
-        let (g2, q2) = (self.names.fresh("g"), self.names.fresh("q"));
-        let full = self.gradient(&ctx, body, Adj::Val(var(&g2)))?;
-        let per_step = array_op(
-            ArrayOp::Map2,
-            lambda(
-                vec![pvar(&q2), pvar(&g2)],
-                let_in(step_pattern, var(&q2), full),
-            ),
-            vec![x, builtin(Builtin::Shift1L, vec![cot.clone()])],
-        );
-        let qs = self.bind(&mut sw.rev, "vjps", per_step);
+        let first = self.bind(&mut sw.rev, "dfirst", index(cot.clone(), 0));
         let t = self.names.fresh("t");
         let elem_adj = array_op(
             ArrayOp::Map,
-            lambda(vec![pvar(&t)], Self::component(var(&t), ky, len)),
-            vec![qs.clone()],
+            lambda(vec![pvar(&t)], proj(var(&t), width - 1)),
+            vec![builtin(Builtin::Shift1R, vec![cot])],
         );
         self.add(sw, a, a_ty, Adj::Val(elem_adj));
-        self.add(sw, v, v_ty, Adj::Val(index(cot, 0)));
-        self.add_free_sums(sw, fv, &qs, 0, len);
+        self.add(sw, v, v_ty, Adj::Val(proj(first.clone(), 0)));
+        for (j, (n, t)) in fv.iter().enumerate() {
+            self.add(sw, &var(n), t, Adj::Val(proj(first.clone(), 1 + j)));
+        }
         Ok(())
     }
 }

@@ -7,10 +7,10 @@
 //!
 //! ```text
 //! X = zip (shift1R S) A                                  -- step i reads (Sᵢ, Aᵢ)
-//! G = scanr (g, ((x, y), ζ). ζ +̂ ∇ₓ e · g) Z̄[n] (zip X (shift1R Z̄))
-//!                                                        -- G[i] = Z̄[i] + ∇ₓ e(Sᵢ, Aᵢ)·G[i+1]
-//! Q = map2 ((x, y), g. ∇_{Γ',x,y} e · g) X (shift1L G)
-//! Ā += map (.y) Q,  v̄ += G[0],  Γ̄' += reduce (+̂) 0 (map (.Γ') Q)
+//! W = scanr ((g, c, _), ((x, y), ζ). let (γ, ξ, η) = ∇_{Γ',x,y} e · g in (ζ +̂ ξ, c +̂ γ, η))
+//!           (Z̄[n], 0_Γ', 0_y) (zip X (shift1R Z̄))
+//!                           -- W[i].0 = Z̄[i] + ∇ₓ e(Sᵢ, Aᵢ)·W[i+1].0, W[i].2 = Āᵢ
+//! Ā += map (.2) (shift1R W),  v̄ += W[0].0,  Γ̄' += W[0].1
 //! ```
 //!
 //! `S = scanr (x, y. e) v A`: `Sₙ = v`, `Sᵢ = e(Sᵢ₊₁, Aᵢ)`; the cotangents
@@ -18,13 +18,15 @@
 //!
 //! ```text
 //! X = zip (shift1L S) A                                  -- step i reads (Sᵢ₊₁, Aᵢ)
-//! H = scanl (h, ((x, y), ζ). ζ +̂ ∇ₓ e · h) Z̄[0] (zip X (shift1L Z̄))
-//!                                                        -- H[i] = cotangent of Sᵢ
-//! Q = map2 ((x, y), h. ∇_{Γ',x,y} e · h) X (shift1R H)
-//! Ā += map (.y) Q,  v̄ += H[n],  Γ̄' += reduce (+̂) 0 (map (.Γ') Q)
+//! H = scanl ((h, c, _), ((x, y), ζ). let (γ, ξ, η) = ∇_{Γ',x,y} e · h in (ζ +̂ ξ, c +̂ γ, η))
+//!           (Z̄[0], 0_Γ', 0_y) (zip X (shift1L Z̄))
+//!                           -- H[i].0 = cotangent of Sᵢ, H[i+1].2 = Āᵢ
+//! Ā += map (.2) (shift1L H),  v̄ += H[n].0,  Γ̄' += H[n].1
 //! ```
+//!
+//! As for folds, each step's gradient is taken once, in the scan.
 
-use crate::adjoint::{plus, Adj};
+use crate::adjoint::Adj;
 use crate::direct::{AdResult, Arg, Deriver, Sweep};
 use gradlift_lang::build::*;
 use gradlift_lang::syntax::*;
@@ -60,72 +62,49 @@ impl Deriver {
         let mut ctx = fv.clone();
         ctx.push((params[0].clone(), v_ty.clone()));
         ctx.push((params[1].clone(), (**elem_ty).clone()));
-        let (kx, ky, len) = (fv.len(), fv.len() + 1, fv.len() + 2);
-        let (read, own, feed) = if left {
-            (Builtin::Shift1R, Builtin::Shift1R, Builtin::Shift1L)
+        // Step i of a left scan reads (Sᵢ, Aᵢ) and owns Z̄[i]; its reverse
+        // writes Āᵢ into W[i]. A right scan's step reads (Sᵢ₊₁, Aᵢ), owns
+        // Z̄[i+1] and writes Āᵢ into H[i+1].
+        let shift = if left {
+            Builtin::Shift1R
         } else {
-            (Builtin::Shift1L, Builtin::Shift1L, Builtin::Shift1R)
+            Builtin::Shift1L
         };
-        let x = self.zip(builtin(read, vec![out.clone()]), a.clone());
+        let x = self.zip(builtin(shift, vec![out.clone()]), a.clone());
         let x = self.bind(&mut sw.rev, "steps", x);
-        let with_z = self.zip(x.clone(), builtin(own, vec![z.clone()]));
+        let with_z = self.zip(x, builtin(shift, vec![z.clone()]));
 
-        // The running cotangent of the states.
-        let step_pattern = ptuple(vec![pvar(&params[0]), pvar(&params[1])]);
-        let (g, w, q, zeta) = (
-            self.names.fresh("g"),
-            self.names.fresh("w"),
-            self.names.fresh("q"),
-            self.names.fresh("zeta"),
-        );
-        let grad_state = self.gradient(&ctx, body, Adj::Val(var(&g)))?;
-        let total = plus(
-            v_ty,
-            var(&zeta),
-            Self::component(grad_state, kx, len),
-            &mut self.names,
-        );
-        let back = lambda(
-            vec![pvar(&g), pvar(&w)],
-            let_in(
-                ptuple(vec![pvar(&q), pvar(&zeta)]),
-                var(&w),
-                let_in(step_pattern.clone(), var(&q), total),
-            ),
-        );
-        let (scan, first) = if left {
-            (ArrayOp::Scanr, index(z.clone(), -1))
+        // One scan against the direction of the states: each step's
+        // gradient is taken once (see `Deriver::reverse_step`).
+        let first = if left {
+            index(z.clone(), -1)
         } else {
-            (ArrayOp::Scanl, index(z.clone(), 0))
+            index(z.clone(), 0)
         };
+        let (back, start) = self.reverse_step(&ctx, params, body, first, Some(v_ty))?;
+        let width = fv.len() + 2;
+        let scan = if left { ArrayOp::Scanr } else { ArrayOp::Scanl };
         let cot = self.bind(
             &mut sw.rev,
             "dstates",
-            array_op(scan, back, vec![first, with_z]),
+            array_op(scan, back, vec![start, with_z]),
         );
-
-        // Per-step vector–Jacobian products.
-        let (g2, q2) = (self.names.fresh("g"), self.names.fresh("q"));
-        let full = self.gradient(&ctx, body, Adj::Val(var(&g2)))?;
-        let per_step = array_op(
-            ArrayOp::Map2,
-            lambda(
-                vec![pvar(&q2), pvar(&g2)],
-                let_in(step_pattern, var(&q2), full),
-            ),
-            vec![x, builtin(feed, vec![cot.clone()])],
+        let last = self.bind(
+            &mut sw.rev,
+            "dfirst",
+            index(cot.clone(), if left { 0 } else { -1 }),
         );
-        let qs = self.bind(&mut sw.rev, "vjps", per_step);
         let t = self.names.fresh("t");
         let elem_adj = array_op(
             ArrayOp::Map,
-            lambda(vec![pvar(&t)], Self::component(var(&t), ky, len)),
-            vec![qs.clone()],
+            lambda(vec![pvar(&t)], proj(var(&t), width - 1)),
+            vec![builtin(shift, vec![cot])],
         );
         self.add(sw, a, a_ty, Adj::Val(elem_adj));
-        let init_adj = if left { index(cot, 0) } else { index(cot, -1) };
-        self.add(sw, v, v_ty, Adj::Val(init_adj));
-        self.add_free_sums(sw, &fv, &qs, 0, len);
+        self.add(sw, v, v_ty, Adj::Val(proj(last.clone(), 0)));
+        for (j, (n, t)) in fv.iter().enumerate() {
+            self.add(sw, &var(n), t, Adj::Val(proj(last.clone(), 1 + j)));
+        }
         Ok(())
     }
 }

@@ -8,7 +8,7 @@
 //! tuple pattern that are unused become `_`), and with each variable that
 //! is used exactly once, not inside a lambda that does not also contain its
 //! `let`, replaced by its value when that value is shallow (height at most
-//! [`MAX_INLINE_HEIGHT`]). Inlining moves a computation, never repeats it:
+//! [`MAX_INLINE_HEIGHT`], a lambda counting as one level). Inlining moves a computation, never repeats it:
 //! a value used under a lambda would be recomputed per element, and a value
 //! used twice would be computed twice, so neither is inlined. The height
 //! bound keeps long accumulation chains (a gradient summed over 100,000
@@ -239,6 +239,10 @@ impl Inline<'_> {
                 let height = height.max(h) + kept.len().min(1) as u32;
                 (wrap(kept, body), height)
             }
+            // A lambda counts as one level whatever its body: inlining a
+            // `map` into its single use moves one loop, however long its
+            // body, and lets fusion see it.
+            ExprKind::Lambda(..) => (map_children(e, &mut |c| self.inline(c).0), 1),
             _ => {
                 let mut height = 0;
                 let e = map_children(e, &mut |c| {

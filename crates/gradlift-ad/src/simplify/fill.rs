@@ -35,12 +35,16 @@ pub(super) struct Fill {
 pub(super) struct Facts {
     /// Variables bound to constant arrays.
     pub fills: FxMap<Name, Fill>,
-    /// Variables bound to a `map`/`map2` over variables whose function
-    /// returns a tuple (arrays of partial derivatives).
+    /// Variables bound to an array holding one variable everywhere
+    /// (`map (x. v) A`, `replicate(n, v)`): the variable.
+    pub var_fills: FxMap<Name, Name>,
+    /// Variables bound to a `map`/`map2` whose function returns a tuple
+    /// (arrays of partial derivatives).
     pub tuples: FxMap<Name, TupleMap>,
 }
 
-/// `op (x⃗. (e₀, …, eₖ)) A⃗`, the arrays `A⃗` variables.
+/// `op (x⃗. (e₀, …, eₖ)) A⃗`. The rules read an array of `A⃗` only where it is
+/// a variable (reading an array written in place would compute it again).
 #[derive(Clone, Debug)]
 pub(super) struct TupleMap {
     /// The parameters' names (`None` for a pattern that is not a name).
@@ -58,6 +62,10 @@ impl Facts {
             self.fills.insert(name.clone(), fill);
             return;
         }
+        if let Some(v) = var_fill_of_expr(value) {
+            self.var_fills.insert(name.clone(), v);
+            return;
+        }
         let ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, f, args) = &value.kind else {
             return;
         };
@@ -67,7 +75,7 @@ impl Facts {
         let ExprKind::Tuple(es) = &body.kind else {
             return;
         };
-        if !args.iter().all(is_atom) || !es.iter().any(is_atom) {
+        if !es.iter().any(is_atom) {
             return;
         }
         let params: Vec<Option<Name>> = params
@@ -240,6 +248,38 @@ pub(super) fn fill_of_expr<'a>(mut e: &'a Expr, facts: &'a Facts) -> Option<Fill
             f
         }
     })
+}
+
+/// The variable the array `v` holds everywhere, if it is one.
+pub(super) fn var_fill_of(v: &Val, facts: &Facts) -> Option<Name> {
+    match v {
+        Val::Var(n) => facts.var_fills.get(n).cloned(),
+        Val::Code(e) => var_fill_of_expr(e),
+        _ => None,
+    }
+}
+
+/// `map (x. v) A`, `map2 (x, y. v) A B` (`v` bound outside) or
+/// `replicate(n, v)`: `v`.
+fn var_fill_of_expr(e: &Expr) -> Option<Name> {
+    match &e.kind {
+        ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, f, _) => match fn_shape(f) {
+            FnShape::Lambda(params, body) => {
+                let ExprKind::Var(v) = &body.kind else {
+                    return None;
+                };
+                let mut bound = Vec::new();
+                params.iter().for_each(|p| p.pat.names(&mut bound));
+                (!bound.contains(v)).then(|| v.clone())
+            }
+            _ => None,
+        },
+        ExprKind::Builtin(Builtin::Replicate, args) => match &args[1].kind {
+            ExprKind::Var(v) => Some(v.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// What the function argument of an array operation does.

@@ -15,11 +15,11 @@
 //! Constant arrays (`OnesLike`, `ZerosLike`) are recognised by `fill.rs`.
 
 use super::fill::{
-    fill_of, fill_of_expr, fn_shape, is_add_unit, is_sub_unit, Facts, FillRef, FnShape,
+    fill_of, fill_of_expr, fn_shape, is_add_unit, is_sub_unit, Facts, FillRef, FnShape, TupleMap,
 };
 use super::pe::Val;
 use super::rules::Rule;
-use super::term::{is_commutative, mentions, mk};
+use super::term::{is_atom, is_commutative, mentions, mk};
 use super::Options;
 use gradlift_lang::prim::{Fixity, PrimKind};
 use gradlift_lang::syntax::*;
@@ -290,8 +290,9 @@ pub(super) fn project_map(f: &Expr, arg: &Val, facts: &Facts) -> Option<(Rule, E
         ExprKind::Var(n) => tuple.params.iter().position(|q| q.as_ref() == Some(n)),
         _ => None,
     };
+    let atom = |k: usize| is_atom(&tuple.args[k]).then(|| tuple.args[k].clone());
     let out = match from_param {
-        Some(j) => tuple.args[j].clone(),
+        Some(j) => atom(j)?,
         None => {
             let f = mk(ExprKind::Lambda(
                 vec![Param {
@@ -300,11 +301,96 @@ pub(super) fn project_map(f: &Expr, arg: &Val, facts: &Facts) -> Option<(Rule, E
                 }],
                 Arc::new(component.clone()),
             ));
-            let over = vec![tuple.args[0].clone()];
+            let over = vec![atom(0)?];
             mk(ExprKind::ArrayOp(ArrayOp::Map, Box::new(f), over))
         }
     };
     Some((Rule::MapProj, out))
+}
+
+/// `map2 (p, ζ. e) P Z` (or `map (p. e) P`, `P` in either position of a
+/// `map2`) where `P` is bound to a `map`/`map2` over variables whose
+/// function returns a tuple, and `e` reads `p` only through components
+/// that are constants, variables from outside that function, or one and
+/// the same parameter `xₖ` of it: the operation reads those components
+/// instead — the constants and variables as they are, `xₖ` from the array
+/// `Aₖ` it ranges over (of `P`'s length) — and `P` is not read.
+pub(super) struct TupleArg {
+    /// The position of `P` among the arguments.
+    pub pos: usize,
+    /// What `P` is bound to.
+    pub tuple: TupleMap,
+    /// The parameter `xₖ` read, if any.
+    pub param: Option<usize>,
+}
+
+/// The first argument of a `map` or `map2` that [`TupleArg`] applies to.
+pub(super) fn tuple_arg(op: ArrayOp, f: &Expr, args: &[Val], facts: &Facts) -> Option<TupleArg> {
+    if !matches!(op, ArrayOp::Map | ArrayOp::Map2) {
+        return None;
+    }
+    let ExprKind::Lambda(params, body) = &f.kind else {
+        return None;
+    };
+    (0..args.len()).find_map(|pos| {
+        let Val::Var(array) = &args[pos] else {
+            return None;
+        };
+        let tuple = facts.tuples.get(array)?;
+        let Pattern::Var(p, _) = &params.get(pos)?.pat else {
+            return None;
+        };
+        let mut read = std::collections::BTreeSet::new();
+        if !projections_only(body, p, &mut read) || read.is_empty() {
+            return None;
+        }
+        let mut param = None;
+        for i in read {
+            let c = tuple.components.get(i)?.as_ref()?;
+            let k = match &c.kind {
+                ExprKind::Var(n) => tuple.params.iter().position(|q| q.as_ref() == Some(n)),
+                _ => None,
+            };
+            match (k, param) {
+                (Some(k), Some(j)) if k != j => return None,
+                (Some(k), _) => param = Some(k),
+                _ => {}
+            }
+        }
+        // The array read instead of `P`: that of `xₖ`, or any for a `map`
+        // that reads no parameter (its length).
+        let witness = match (param, args.len()) {
+            (Some(k), _) => Some(k),
+            (None, 1) => Some(0),
+            (None, _) => None,
+        };
+        if witness.is_some_and(|k| !matches!(tuple.args[k].kind, ExprKind::Var(_))) {
+            return None;
+        }
+        Some(TupleArg {
+            pos,
+            tuple: tuple.clone(),
+            param,
+        })
+    })
+}
+
+/// Whether every occurrence of `p` in `e` is projected (`p.i`), the
+/// components read collected in `read`. Names are unique in residual code,
+/// so nothing shadows `p`.
+fn projections_only(e: &Expr, p: &Name, read: &mut std::collections::BTreeSet<usize>) -> bool {
+    gradlift_lang::deep::guard(|| match &e.kind {
+        ExprKind::Proj(inner, i) if matches!(&inner.kind, ExprKind::Var(n) if n == p) => {
+            read.insert(*i);
+            true
+        }
+        ExprKind::Var(n) => n != p,
+        _ => {
+            let mut ok = true;
+            super::term::for_each_child(e, &mut |c| ok = ok && projections_only(c, p, read));
+            ok
+        }
+    })
 }
 
 /// What `shift1L`/`shift1R` of a constant array becomes.

@@ -126,11 +126,15 @@ rules! {
     /// A map2 whose body ignores one argument.
     Map2UnusedArg = "map2-unused-arg", "map2 (a, b. e) A B ⇝ map (a. e) A   (b ∉ FV(e); symmetrically for a)", "";
     /// A map2 over a constant array reads the constant instead.
-    Map2FillArg = "map2-fill-arg", "map2 (a, b. e) A Fill(c) ⇝ map (a. e[c/b]) A  (either side)", "";
+    Map2FillArg = "map2-fill-arg", "map2 (a, b. e) A Fill(c) ⇝ map (a. e[c/b]) A  (either side; c a constant or a variable)", "";
     /// Projecting an array of tuples built elementwise from variables.
     MapProj = "map-proj",
         "map (p. p.i) P ⇝ map2 (a, b. eᵢ) A B   where P = map2 (a, b. (e₀..eₙ)) A B (likewise map)",
         "eᵢ is a variable or a constant and A, B are variables, so nothing is computed twice";
+    /// Reading the components of an array of tuples from where they come.
+    TupleArg = "tuple-arg",
+        "map2 (p, z. e) P Z ⇝ map (z. e[(c₀..cₙ)/p]) Z   where P = map2 (a, b. (c₀..cₙ)) A B;  ⇝ map2 (a, z. e[…a…/p]) A Z when e reads a component that is a",
+        "e reads p only as p.i, and those components are constants, variables bound outside, or one parameter of P's function; A, B are variables";
     /// Multiplying by ones.
     Map2MulOnes = "map2-mul-ones", "map2 (*) A OnesLike(B) ⇝ A;  map2 (*) OnesLike(B) A ⇝ A", "";
     /// Multiplying by zeros.
@@ -160,6 +164,12 @@ rules! {
     MapFusion = "map-fusion",
         "map (x. e₁) (map2 (y₁, y₂. e₂) A B) ⇝ map2 (y₁, y₂. let x = e₂ in e₁) A B;  map f (map g A) ⇝ map (y. let x = g(y) in f(x)) A",
         "the inner array is written in place (not a shared variable)";
+
+    /// Fold fusion: a reduction of a map reads the mapped elements as it
+    /// goes instead of building the array.
+    FoldFusion = "fold-fusion",
+        "reduce f z (map g A) ⇝ foldl (acc, y. f(acc, g(y))) z A;  foldl f z (map g A) likewise",
+        "the map is written in place (not a shared variable); reduce runs left to right from z";
 
     // ---- Clean-up
     /// Dead-code elimination.

@@ -4,10 +4,11 @@
 //! `rewrite.rs` for the first rule of the table that applies (Figure 12)
 //! and build its outcome instead. Function arguments of array operations
 //! are evaluated here into residual lambdas (η-contracted where a primitive
-//! says the same), and `map` over a `map` or `map2` written in place is
-//! fused.
+//! says the same), `map` over a `map` or `map2` written in place is fused,
+//! and so is `reduce` or `foldl` over a `map` written in place.
 
 use super::{code, ill_typed, val_of, Fun, Pe, Res, Val};
+use crate::simplify::fill::var_fill_of;
 use crate::simplify::rewrite::{self, ArrayRewrite, IndexRewrite, Scalar, ShiftRewrite};
 use crate::simplify::rules::Rule;
 use crate::simplify::term::*;
@@ -198,11 +199,30 @@ impl Pe<'_> {
                 }
             };
         }
+        // A `map2` argument holding one variable everywhere: the variable in
+        // the body (`map2-fill-arg` for a variable).
+        if op == ArrayOp::Map2 && !matches!(f.kind, ExprKind::Var(_)) {
+            let fill = |i: usize| var_fill_of(&vals[i], &self.facts);
+            let found = match (fill(1), fill(0)) {
+                (Some(v), _) => Some((0, v)),
+                (None, Some(v)) => Some((1, v)),
+                (None, None) => None,
+            };
+            if let Some((keep, v)) = found {
+                self.stats.fire(Rule::Map2FillArg);
+                let a = vals.swap_remove(keep);
+                return self.specialize(f, keep, Val::Var(v), a, span);
+            }
+        }
         if op == ArrayOp::Map {
             if let Some((rule, out)) = rewrite::project_map(&f, &vals[0], &self.facts) {
                 self.stats.fire(rule);
                 return Ok(val_of(out));
             }
+        }
+        if let Some(t) = rewrite::tuple_arg(op, &f, &vals, &self.facts) {
+            self.stats.fire(Rule::TupleArg);
+            return self.read_through(f, vals, t, span);
         }
         let fusable = |e: &Expr| !matches!(e.kind, ExprKind::Var(_));
         if op == ArrayOp::Map && fusable(&f) {
@@ -213,6 +233,23 @@ impl Pe<'_> {
                             unreachable!("checked above")
                         };
                         return self.fuse(f, *inner, span);
+                    }
+                }
+            }
+        }
+        if matches!(op, ArrayOp::Reduce | ArrayOp::Foldl(_)) && fusable(&f) {
+            if let Val::Code(inner) = &vals[1] {
+                if let ExprKind::ArrayOp(ArrayOp::Map, g, _) = &inner.kind {
+                    if fusable(g) {
+                        let Some(Val::Code(inner)) = vals.pop() else {
+                            unreachable!("checked above")
+                        };
+                        let start = vals.pop().expect("a fold has a start");
+                        let schedule = match op {
+                            ArrayOp::Foldl(s) => s,
+                            _ => None,
+                        };
+                        return self.fuse_fold(f, schedule, start, *inner, span);
                     }
                 }
             }

@@ -10,6 +10,7 @@
 //! becomes `map2 (a, b. sin(a * b)) A B`.
 
 use super::{val_of, Pe, Res, Val};
+use crate::simplify::rewrite;
 use crate::simplify::rules::Rule;
 use crate::simplify::term::*;
 use gradlift_lang::syntax::*;
@@ -50,6 +51,42 @@ impl Pe<'_> {
         self.array_op(inner_op, f, args.into_iter().map(val_of).collect(), span)
     }
 
+    /// `reduce f z (map g A) ⇝ foldl (acc, y. f(acc, g(y))) z A`, and the
+    /// same for `foldl f z (map g A)` (keeping its checkpoint schedule).
+    /// `reduce` is evaluated as a left fold from `z` (the interpreter and the
+    /// JIT agree), so the result is the same bit for bit; the mapped array is
+    /// never built. Only after differentiation: a `reduce (+) 0` keeps the
+    /// fast path of reverse mode that a `foldl` would lose.
+    pub(super) fn fuse_fold(
+        &mut self,
+        f: Expr,
+        schedule: Option<gradlift_lang::Schedule>,
+        start: Val,
+        inner: Expr,
+        span: Span,
+    ) -> Res<Val> {
+        let ExprKind::ArrayOp(ArrayOp::Map, g, mut args) = into_kind(inner) else {
+            unreachable!("fusion of a map")
+        };
+        self.stats.fire(Rule::FoldFusion);
+        self.release_params(&g);
+        self.release_params(&f);
+        let acc = param_names(&f)
+            .and_then(|names| names.into_iter().next())
+            .unwrap_or_else(|| Name::from("acc"));
+        let elem = param_names(&g)
+            .and_then(|names| names.into_iter().next())
+            .unwrap_or_else(|| Name::from("x"));
+        let step = self.rebuild(&[acc, elem], span, |pe, mut ys| {
+            let y = ys.pop().expect("two parameters");
+            let acc = ys.pop().expect("two parameters");
+            let mid = pe.apply_residual(&g, vec![y], span)?;
+            pe.apply_residual(&f, vec![acc, mid], span)
+        })?;
+        let array = val_of(args.pop().expect("a map has an array"));
+        self.array_op(ArrayOp::Foldl(schedule), step, vec![start, array], span)
+    }
+
     /// `map2 f A Fill(c) ⇝ map (a. f(a, c)) A` (`keep` = 0), or
     /// `map2 f Fill(c) B ⇝ map (b. f(c, b)) B` (`keep` = 1).
     pub(super) fn specialize(
@@ -74,6 +111,70 @@ impl Pe<'_> {
             pe.apply_residual(&f, args, span)
         })?;
         self.array_op(ArrayOp::Map, g, vec![array], span)
+    }
+
+    /// `map2 (p, ζ. e) P Z ⇝ map (ζ. e[(c₀…cₖ)/p]) Z`, or
+    /// `⇝ map2 (x, ζ. e[(c₀…x…cₖ)/p]) Aₖ Z` when `e` reads the component
+    /// that is the parameter `xₖ` of `P`'s function (see
+    /// [`rewrite::TupleArg`]); likewise for `map`.
+    pub(super) fn read_through(
+        &mut self,
+        f: Expr,
+        mut vals: Vec<Val>,
+        t: rewrite::TupleArg,
+        span: Span,
+    ) -> Res<Val> {
+        self.release_params(&f);
+        let mut hints = param_names(&f).unwrap_or_else(|| vec![Name::from("a"); vals.len()]);
+        let replaced = match t.param {
+            Some(k) => {
+                vals[t.pos] = val_of(t.tuple.args[k].clone());
+                if let Some(n) = &t.tuple.params[k] {
+                    hints[t.pos] = n.clone();
+                }
+                true
+            }
+            None if vals.len() == 1 => {
+                vals[0] = val_of(t.tuple.args[0].clone());
+                true
+            }
+            None => {
+                vals.remove(t.pos);
+                hints.remove(t.pos);
+                false
+            }
+        };
+        let components = t.tuple.components;
+        let params = t.tuple.params;
+        let pos = t.pos;
+        let g = self.rebuild(&hints, span, |pe, mut ys| {
+            let x = if replaced { Some(ys.remove(pos)) } else { None };
+            let read = components
+                .iter()
+                .map(|c| match c.as_ref().map(|c| &c.kind) {
+                    Some(ExprKind::Const(v)) => {
+                        Val::Const(*v, c.as_ref().is_some_and(|c| c.is_structural_zero()))
+                    }
+                    // The parameter read (`tuple_arg` checked that the
+                    // components read name one parameter at most); the
+                    // components of other parameters are not read.
+                    Some(ExprKind::Var(n)) if params.contains(&Some(n.clone())) => {
+                        x.clone().unwrap_or(Val::Const(f64::NAN, false))
+                    }
+                    Some(ExprKind::Var(n)) => Val::Var(n.clone()),
+                    // Never read: `tuple_arg` checked the projections.
+                    _ => Val::Const(f64::NAN, false),
+                })
+                .collect();
+            ys.insert(pos, Val::Tuple(std::rc::Rc::new(read)));
+            pe.apply_residual(&f, ys, span)
+        })?;
+        let op = if vals.len() == 1 {
+            ArrayOp::Map
+        } else {
+            ArrayOp::Map2
+        };
+        self.array_op(op, g, vals, span)
     }
 
     fn release_params(&mut self, f: &Expr) {
