@@ -101,6 +101,7 @@ pub enum Route {
 pub fn reverse(closed: &Closed, wrt: &[Name], construction: Construction) -> AdResult<Expr> {
     let wrt = check_wrt(closed, wrt)?;
     let mut d = Deriver::new(closed, Route::Direct);
+    d.differentiate_only(closed, &wrt);
     let mut tape = Tape::default();
     let (value, _) = d.forward(&mut tape, &closed.body)?;
     d.finish(tape, value, closed, &wrt, construction)
@@ -209,6 +210,13 @@ pub(crate) struct Deriver {
     /// Variables bound to constants (UNF⁻¹ binds every constant, `c_{T;0}`),
     /// so that a fold's unit is recognised whichever route named it.
     constants: HashMap<Name, f64>,
+    /// Inactive variables (activity analysis): the parameters not
+    /// differentiated, and every value of the forward pass computed from
+    /// inactive variables, sizes and constants alone. No cotangent flows
+    /// into them, so none is computed: a loop step's free variable such as
+    /// `h = 2 / s` gets no running sum of cotangents. Anything not known to
+    /// be inactive (a lambda's parameter) is active.
+    inactive: HashSet<Name>,
 }
 
 impl Deriver {
@@ -232,7 +240,47 @@ impl Deriver {
             size_vars: closed.size_vars.iter().cloned().collect(),
             route,
             constants: HashMap::new(),
+            inactive: HashSet::new(),
         }
+    }
+
+    /// Marks the parameters of `closed` not in `wrt` inactive.
+    pub(crate) fn differentiate_only(&mut self, closed: &Closed, wrt: &[(Name, Type)]) {
+        for (n, _) in &closed.params {
+            if !wrt.iter().any(|(w, _)| w == n) {
+                self.inactive.insert(n.clone());
+            }
+        }
+    }
+
+    /// Marks the parameter `param` of an array operation's function
+    /// inactive when the array `array` whose elements it takes is.
+    pub(crate) fn element_activity(&mut self, param: &Name, array: &Expr) {
+        let inactive = match &array.kind {
+            ExprKind::Var(n) => self.inactive.contains(n) || self.size_vars.contains(n),
+            ExprKind::Const(_) => true,
+            _ => false,
+        };
+        if inactive {
+            self.inactive.insert(param.clone());
+        }
+    }
+
+    /// `new` names the value `old` named (UNF⁻¹'s names for `let`s).
+    pub(crate) fn rename_activity(&mut self, old: &Name, new: &Name) {
+        if self.inactive.remove(old) {
+            self.inactive.insert(new.clone());
+        }
+    }
+
+    /// Whether `value` is computed from inactive variables, sizes and
+    /// constants alone.
+    fn is_inactive(&self, value: &Expr) -> bool {
+        let mut scope = Scope::new();
+        let mut fv = HashSet::new();
+        free_vars(value, &mut scope, &mut fv);
+        fv.iter()
+            .all(|n| self.inactive.contains(n) || self.size_vars.contains(n))
     }
 
     /// Binds `e` in `binds` to a fresh variable named after `hint`, unless
@@ -275,7 +323,7 @@ impl Deriver {
         let ExprKind::Var(n) = &target.kind else {
             return; // constants have no cotangent
         };
-        if contribution.is_zero() || self.size_vars.contains(n) {
+        if contribution.is_zero() || self.size_vars.contains(n) || self.inactive.contains(n) {
             return;
         }
         let hint = format!("{n}_adj");
@@ -402,7 +450,7 @@ impl Deriver {
         free_vars(e, &mut scope, &mut out);
         let mut names: Vec<Name> = out
             .into_iter()
-            .filter(|n| !self.size_vars.contains(n))
+            .filter(|n| !self.size_vars.contains(n) && !self.inactive.contains(n))
             .collect();
         names.sort();
         names
@@ -435,6 +483,9 @@ impl Deriver {
         let out = self.names.fresh(hint);
         if let (StepKind::Constant, ExprKind::Const(c)) = (&kind, &value.kind) {
             self.constants.insert(out.clone(), *c);
+        }
+        if self.is_inactive(&value) {
+            self.inactive.insert(out.clone());
         }
         self.typer.push(out.clone(), ty.clone());
         tape.fwd.push((pvar(&out), value));

@@ -42,6 +42,7 @@ use gradlift_lang::syntax::*;
 pub fn reverse(closed: &Closed, wrt: &[Name], construction: Construction) -> AdResult<Expr> {
     let wrt = check_wrt(closed, wrt)?;
     let mut d = Deriver::new(closed, Route::Unf);
+    d.differentiate_only(closed, &wrt);
     let mut tape = Tape::default();
     let (value, _) = d.unf_forward(&mut tape, &closed.context(), &closed.body)?;
     d.finish(tape, value, closed, &wrt, construction)
@@ -102,6 +103,7 @@ impl Deriver {
                     }
                     let ty = self.typer.lookup(&old).cloned().expect("bound");
                     self.typer.push(n.clone(), ty);
+                    self.rename_activity(&old, n);
                     *top = var(n);
                 }
             }

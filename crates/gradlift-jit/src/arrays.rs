@@ -7,7 +7,10 @@
 //! are Cranelift `Variable`s, everything else is SSA. The lambda's body is
 //! lowered inline in the loop body with its parameters bound to the loaded
 //! elements. Results are written to fresh workspace memory, element `i` at
-//! `ptr + i·stride`; slicing builtins return views (no copy). Arrays stored
+//! `ptr + i·stride`; slicing builtins return views (no copy). A `map` or
+//! `map2` written in place as the argument of another array operation is
+//! not stored: its elements are computed in the consumer's loop (loop
+//! fusion, [`Translator::source`]). Arrays stored
 //! into a row are checked to have the row's shape, and every index, length
 //! and count is checked before memory is touched.
 
@@ -325,25 +328,12 @@ impl Translator<'_, '_> {
         match op {
             ArrayOp::Map | ArrayOp::Map2 => {
                 let mut tys = Vec::new();
-                let mut arrays = Vec::new();
+                let mut sources = Vec::new();
                 for a in args {
                     tys.push(elem_ty(self.type_of(a)?)?);
-                    arrays.push(self.array(a)?);
+                    sources.push(self.source(a)?);
                 }
-                let n = arrays[0].len;
-                // Lengths that are one value (the same size expression) or
-                // equal constants need no check.
-                let known_equal = |t: &Self, m: Value| {
-                    n == m || matches!((t.constant(n), t.constant(m)), (Some(x), Some(y)) if x == y)
-                };
-                if let [_, second] = &arrays[..] {
-                    if known_equal(self, second.len) {
-                        // Nothing to check.
-                    } else {
-                        let same = self.b.ins().icmp(IntCC::Equal, n, second.len);
-                        self.check(same, Status::LengthMismatch, second.len);
-                    }
-                }
+                let n = self.same_lengths(&sources)?;
                 let mark = self.typer.mark();
                 for (p, t) in params.iter().zip(&tys) {
                     bind_types(&mut self.typer, &p.pat, t);
@@ -352,18 +342,13 @@ impl Translator<'_, '_> {
                 self.typer.pop_to(mark);
                 let shape = self.shape_of_type(&out_ty, false)?;
                 let (ptr, stride) = self.alloc_array(n, &shape)?;
-                let strides: Vec<Value> = arrays
-                    .iter()
-                    .map(|a| unchecked_bytes(self.b, &a.elem))
-                    .collect();
                 self.for_range(n, &mut |t, i| {
                     // The element is copied into the result: the body's
                     // temporaries die with the iteration.
                     let mark = t.mark();
                     let mut xs = Vec::new();
-                    for (a, s) in arrays.iter().zip(&strides) {
-                        let at = t.element_addr(a.ptr, i, *s);
-                        xs.push(load(t.b, at, &a.elem));
+                    for s in &sources {
+                        xs.push(t.element(s, i)?);
                     }
                     let y = t.apply(params, body, xs, &tys)?;
                     let at = t.element_addr(ptr, i, stride);
@@ -382,8 +367,91 @@ impl Translator<'_, '_> {
                 let acc_ty = self.type_of(&args[0])?;
                 let tys = [acc_ty, elem_ty(self.type_of(&args[1])?)?];
                 let z = self.lower(&args[0])?;
-                let a = self.array(&args[1])?;
+                let a = self.source(&args[1])?;
                 self.fold(op, params, body, z, a, &tys)
+            }
+        }
+    }
+
+    /// The elements an array operation reads: an array, or a `map`/`map2`
+    /// written in place as its argument, whose elements are computed in the
+    /// consumer's loop instead of being stored (loop fusion). A term written
+    /// in place is used once, so nothing is computed twice; the order of the
+    /// operations on reals is the same, so the results are bit for bit
+    /// those of the unfused loops.
+    fn source<'e>(&mut self, e: &'e Expr) -> Result<Source<'e>, JitError> {
+        if let ExprKind::ArrayOp(op @ (ArrayOp::Map | ArrayOp::Map2), f, args) = &e.kind {
+            if let ExprKind::Lambda(params, body) = &f.kind {
+                if params.len() == op.fn_arity() {
+                    let mut tys = Vec::new();
+                    let mut inputs = Vec::new();
+                    for a in args {
+                        match self.type_of(a)? {
+                            Type::Array(elem, _) => tys.push(*elem),
+                            _ => return Err(JitError::Internal("expected an array type".into())),
+                        }
+                        inputs.push(self.source(a)?);
+                    }
+                    let len = self.same_lengths(&inputs)?;
+                    return Ok(Source::Mapped {
+                        expr: e,
+                        inputs,
+                        params,
+                        body,
+                        tys,
+                        len,
+                    });
+                }
+            }
+        }
+        let a = self.array(e)?;
+        let stride = unchecked_bytes(self.b, &a.elem);
+        Ok(Source::Array(a, stride))
+    }
+
+    /// The common length of the sources of a `map2` (checked), or of a
+    /// `map`'s one source.
+    fn same_lengths(&mut self, sources: &[Source<'_>]) -> Result<Value, JitError> {
+        let n = sources[0].len();
+        if let [_, second] = sources {
+            let m = second.len();
+            // Lengths that are one value (the same size expression) or
+            // equal constants need no check.
+            let known_equal = n == m
+                || matches!((self.constant(n), self.constant(m)), (Some(x), Some(y)) if x == y);
+            if !known_equal {
+                let same = self.b.ins().icmp(IntCC::Equal, n, m);
+                self.check(same, Status::LengthMismatch, m);
+            }
+        }
+        Ok(n)
+    }
+
+    /// Element `i` of a source (`i` below its length).
+    fn element(&mut self, s: &Source<'_>, i: Value) -> Result<Values, JitError> {
+        match s {
+            Source::Array(a, stride) => {
+                let at = self.element_addr(a.ptr, i, *stride);
+                Ok(load(self.b, at, &a.elem))
+            }
+            Source::Mapped {
+                expr,
+                inputs,
+                params,
+                body,
+                tys,
+                ..
+            } => {
+                let mut xs = Vec::with_capacity(inputs.len());
+                for s in inputs {
+                    xs.push(self.element(s, i)?);
+                }
+                // `emit --stage clif` labels the fused map's instructions
+                // with its term, inside the consumer's loop.
+                self.labelled(
+                    || crate::annotate::one_line(expr),
+                    |t| t.apply(params, body, xs, tys),
+                )
             }
         }
     }
@@ -395,9 +463,10 @@ impl Translator<'_, '_> {
         params: &[Param],
         body: &Expr,
         z: Values,
-        a: ArrayVal,
+        a: Source<'_>,
         tys: &[Type],
     ) -> Result<Values, JitError> {
+        let len = a.len();
         let Some(shape) = z.shape() else {
             return unsupported("an accumulator that is a condition");
         };
@@ -417,23 +486,22 @@ impl Translator<'_, '_> {
             })
             .collect();
         let out = if scan {
-            let n = self.b.ins().iadd_imm_s(a.len, 1);
+            let n = self.b.ins().iadd_imm_s(len, 1);
             let (ptr, stride) = self.alloc_array(n, &shape)?;
             let last = if op == ArrayOp::Scanl {
                 ptr
             } else {
-                self.element_addr(ptr, a.len, stride)
+                self.element_addr(ptr, len, stride)
             };
             self.store(last, &z, &shape)?;
             Some((ptr, stride, n))
         } else {
             None
         };
-        let in_stride = unchecked_bytes(self.b, &a.elem);
-        self.for_range(a.len, &mut |t, k| {
+        self.for_range(len, &mut |t, k| {
             // scanr walks from the last element to the first.
             let i = if op == ArrayOp::Scanr {
-                let last = t.b.ins().iadd_imm_s(a.len, -1);
+                let last = t.b.ins().iadd_imm_s(len, -1);
                 t.b.ins().isub(last, k)
             } else {
                 k
@@ -446,8 +514,7 @@ impl Translator<'_, '_> {
                     z.rebuild(&mut current.into_iter())
                 }
             };
-            let at = t.element_addr(a.ptr, i, in_stride);
-            let x = load(t.b, at, &a.elem);
+            let x = t.element(&a, i)?;
             let next = t.apply(params, body, vec![acc, x], tys)?;
             if next.to_vec().len() != vars.len() {
                 return Err(JitError::Internal("accumulator layout changes".into()));
@@ -501,5 +568,30 @@ pub(crate) fn bind_types(
             }
         }
         _ => {}
+    }
+}
+
+/// Where an array operation's elements come from (see
+/// [`Translator::source`]).
+enum Source<'e> {
+    /// An array in memory and its element stride in bytes.
+    Array(ArrayVal, Value),
+    /// `map`/`map2 (params. body) inputs`, computed per element.
+    Mapped {
+        expr: &'e Expr,
+        inputs: Vec<Source<'e>>,
+        params: &'e [Param],
+        body: &'e Expr,
+        tys: Vec<Type>,
+        len: Value,
+    },
+}
+
+impl Source<'_> {
+    fn len(&self) -> Value {
+        match self {
+            Source::Array(a, _) => a.len,
+            Source::Mapped { len, .. } => *len,
+        }
     }
 }

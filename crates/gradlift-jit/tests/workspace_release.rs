@@ -128,3 +128,32 @@ fn a_scan_of_arrays_keeps_its_output_and_releases_the_rest() {
     // The output, and one step's two arrays.
     assert!(bytes <= 8 * (n + 1) * n + 2 * 8 * n + 64, "{bytes} bytes");
 }
+
+#[test]
+fn maps_written_in_place_are_computed_in_their_consumers() {
+    // A reduction of a map2 of a map: one loop, no array in the workspace.
+    let f = compile("def f(A: [R; n]) -> R = reduce (+) 0 (map2 (*) A (map (x. x + 1) A))");
+    let a = data(100_000);
+    let (out, bytes) = run(&f, &a, 1);
+    let want = a.iter().fold(0.0, |acc, x| acc + x * (x + 1.0));
+    assert_eq!(out[0].to_bits(), want.to_bits());
+    assert!(bytes <= 64, "{bytes} bytes");
+    // A scan and a map of maps keep their own results only.
+    let f = compile(
+        "def f(A: [R; n]) -> [R; n+1] = \
+         scanl (+) 0 (map2 (a, b. a * b) (map (x. x - 1) A) (map (x. sin(x)) A))",
+    );
+    let (out, bytes) = run(&f, &a, a.len() + 1);
+    let mut acc = 0.0;
+    for (k, x) in a.iter().enumerate() {
+        acc += (x - 1.0) * x.sin();
+        assert_eq!(out[k + 1].to_bits(), acc.to_bits());
+    }
+    assert!(bytes <= 8 * (a.len() + 1) + 64, "{bytes} bytes");
+    let f = compile("def f(A: [R; n]) -> [R; n] = map (x. x * 2) (map2 (+) A (map (y. y * y) A))");
+    let (out, bytes) = run(&f, &a, a.len());
+    for (o, x) in out.iter().zip(&a) {
+        assert_eq!(o.to_bits(), ((x + x * x) * 2.0).to_bits());
+    }
+    assert!(bytes <= 8 * a.len() + 64, "{bytes} bytes");
+}
