@@ -326,42 +326,7 @@ impl Translator<'_, '_> {
             _ => Err(JitError::Internal("expected an array type".into())),
         };
         match op {
-            ArrayOp::Map | ArrayOp::Map2 => {
-                let mut tys = Vec::new();
-                let mut sources = Vec::new();
-                for a in args {
-                    tys.push(elem_ty(self.type_of(a)?)?);
-                    sources.push(self.source(a)?);
-                }
-                let n = self.same_lengths(&sources)?;
-                let mark = self.typer.mark();
-                for (p, t) in params.iter().zip(&tys) {
-                    bind_types(&mut self.typer, &p.pat, t);
-                }
-                let out_ty = self.type_of(body)?;
-                self.typer.pop_to(mark);
-                let shape = self.shape_of_type(&out_ty, false)?;
-                let (ptr, stride) = self.alloc_array(n, &shape)?;
-                self.for_range(n, &mut |t, i| {
-                    // The element is copied into the result: the body's
-                    // temporaries die with the iteration.
-                    let mark = t.mark();
-                    let mut xs = Vec::new();
-                    for s in &sources {
-                        xs.push(t.element(s, i)?);
-                    }
-                    let y = t.apply(params, body, xs, &tys)?;
-                    let at = t.element_addr(ptr, i, stride);
-                    t.store(at, &y, &shape)?;
-                    t.release(mark);
-                    Ok(())
-                })?;
-                Ok(Values::Array(ArrayVal {
-                    ptr,
-                    len: n,
-                    elem: shape,
-                }))
-            }
+            ArrayOp::Map | ArrayOp::Map2 => self.map_into(params, body, args, None),
             ArrayOp::Revfold(_) => unreachable!("lowered above"),
             ArrayOp::Reduce | ArrayOp::Foldl(_) | ArrayOp::Scanl | ArrayOp::Scanr => {
                 let acc_ty = self.type_of(&args[0])?;
@@ -369,6 +334,120 @@ impl Translator<'_, '_> {
                 let z = self.lower(&args[0])?;
                 let a = self.source(&args[1])?;
                 self.fold(op, params, body, z, a, &tys)
+            }
+        }
+    }
+
+    /// `map`/`map2 (params. body) args`, written to fresh workspace memory
+    /// or, with `dest` (an address and the shape of an array there), into
+    /// `dest` after checking that the lengths agree.
+    fn map_into(
+        &mut self,
+        params: &[Param],
+        body: &Expr,
+        args: &[Expr],
+        dest: Option<(Value, &Shape)>,
+    ) -> Result<Values, JitError> {
+        let mut tys = Vec::new();
+        let mut sources = Vec::new();
+        for a in args {
+            match self.type_of(a)? {
+                Type::Array(elem, _) => tys.push(*elem),
+                _ => return Err(JitError::Internal("expected an array type".into())),
+            }
+            sources.push(self.source(a)?);
+        }
+        let n = self.same_lengths(&sources)?;
+        let mark = self.typer.mark();
+        for (p, t) in params.iter().zip(&tys) {
+            bind_types(&mut self.typer, &p.pat, t);
+        }
+        let out_ty = self.type_of(body)?;
+        self.typer.pop_to(mark);
+        let shape = self.shape_of_type(&out_ty, false)?;
+        let (ptr, stride) = match dest {
+            Some((at, want)) => {
+                let own = Shape::Array(n, Box::new(shape.clone()));
+                self.check_same_shape(&own, want, Status::ShapeMismatch)?;
+                (at, unchecked_bytes(self.b, &shape))
+            }
+            None => self.alloc_array(n, &shape)?,
+        };
+        self.for_range(n, &mut |t, i| {
+            // The element is written into the result (its arrays built
+            // there directly where the body ends in a map): the body's
+            // temporaries die with the iteration.
+            let mark = t.mark();
+            let mut xs = Vec::new();
+            for s in &sources {
+                xs.push(t.element(s, i)?);
+            }
+            for ((p, v), ty) in params.iter().zip(xs).zip(&tys) {
+                t.bind(&p.pat, v, ty)?;
+            }
+            let at = t.element_addr(ptr, i, stride);
+            t.lower_into(body, at, &shape)?;
+            t.release(mark);
+            Ok(())
+        })?;
+        Ok(Values::Array(ArrayVal {
+            ptr,
+            len: n,
+            elem: shape,
+        }))
+    }
+
+    /// Lowers `e` and stores its value at `at` as an element of layout
+    /// `shape`. Through `let`s and tuples, a `map` or `map2` that ends the
+    /// term writes its elements at `at` directly instead of into the
+    /// workspace and then being copied.
+    pub(crate) fn lower_into(
+        &mut self,
+        e: &Expr,
+        at: Value,
+        shape: &Shape,
+    ) -> Result<(), JitError> {
+        match (&e.kind, shape) {
+            (
+                ExprKind::Let {
+                    pat,
+                    ty,
+                    value,
+                    body,
+                },
+                _,
+            ) => {
+                let t = match ty {
+                    Some(t) => t.clone(),
+                    None => self.type_of(value)?,
+                };
+                let v = self.labelled(
+                    || crate::annotate::one_line(&format_args!("let {pat} = {value}")),
+                    |t| t.lower(value),
+                )?;
+                self.bind(pat, v, &t)?;
+                self.lower_into(body, at, shape)
+            }
+            (ExprKind::Tuple(es), Shape::Tuple(ss)) if es.len() == ss.len() => {
+                let mut a = at;
+                for (e, s) in es.iter().zip(ss) {
+                    self.lower_into(e, a, s)?;
+                    let k = unchecked_bytes(self.b, s);
+                    a = self.b.ins().iadd(a, k);
+                }
+                Ok(())
+            }
+            (ExprKind::ArrayOp(op @ (ArrayOp::Map | ArrayOp::Map2), f, args), Shape::Array(..)) => {
+                let (params, body) = self.lambda(f, op.fn_arity())?;
+                self.labelled(
+                    || crate::annotate::one_line(e),
+                    |t| t.map_into(params, body, args, Some((at, shape))),
+                )?;
+                Ok(())
+            }
+            _ => {
+                let v = self.lower(e)?;
+                self.store(at, &v, shape)
             }
         }
     }

@@ -52,6 +52,7 @@ mod pe;
 mod prune;
 mod rewrite;
 mod rules;
+mod split;
 mod term;
 mod verify;
 
@@ -169,12 +170,15 @@ fn run(
     reserved: &[gradlift_lang::Name],
 ) -> Result<(Expr, Stats), SimplifyError> {
     let mut stats = Stats::default();
-    let (mut term, mut report) = round(e, opts, reserved, &mut stats)?;
-    for _ in 1..MAX_ROUNDS {
+    let (mut term, mut report) = round(e, opts, reserved, &mut stats, true)?;
+    for k in 1..MAX_ROUNDS {
         if !report.exposed_arrays {
             break;
         }
-        (term, report) = round(&term, opts, reserved, &mut stats)?;
+        // Map splitting copies lambdas, whose names the next round's
+        // partial evaluation makes fresh: not in the last round.
+        let last = k + 1 == MAX_ROUNDS;
+        (term, report) = round(&term, opts, reserved, &mut stats, !last)?;
     }
     Ok((term, stats))
 }
@@ -185,6 +189,7 @@ fn round(
     opts: &Options,
     reserved: &[gradlift_lang::Name],
     stats: &mut Stats,
+    splitting: bool,
 ) -> Result<(Expr, dce::Report), SimplifyError> {
     let (term, names) = pe::run(e, opts, reserved, stats)?;
     let (term, temps) = if opts.cse && cse::has_repeats(&term) {
@@ -194,16 +199,23 @@ fn round(
     };
     let (term, report) = dce::run(term, &temps, stats);
     // Dead components leave dead computations behind: DCE once more.
-    match prune::run(term, stats) {
+    let (term, mut report) = match prune::run(term, stats) {
         (term, true) => {
             let (term, again) = dce::run(term, &Default::default(), stats);
-            Ok((
+            (
                 term,
                 dce::Report {
                     exposed_arrays: report.exposed_arrays || again.exposed_arrays,
                 },
-            ))
+            )
         }
-        (term, false) => Ok((term, report)),
+        (term, false) => (term, report),
+    };
+    if splitting {
+        let (term, split) = split::run(term, stats);
+        // The copies need the next round (fresh names, fusion).
+        report.exposed_arrays |= split;
+        return Ok((term, report));
     }
+    Ok((term, report))
 }

@@ -53,7 +53,7 @@ struct Prune<'a> {
 
 /// The number of components of every tail of `e`, when every tail is a
 /// tuple literal (of the same length).
-fn tail_arity(e: &Expr) -> Option<usize> {
+pub(super) fn tail_arity(e: &Expr) -> Option<usize> {
     guard(|| match &e.kind {
         ExprKind::Tuple(es) => Some(es.len()),
         ExprKind::Let { body, .. } => tail_arity(body),
@@ -67,7 +67,7 @@ fn tail_arity(e: &Expr) -> Option<usize> {
 
 /// `e` with only the components `keep` of its tails (a single component
 /// is not a tuple).
-fn keep_components(e: Expr, keep: &[bool]) -> Expr {
+pub(super) fn keep_components(e: Expr, keep: &[bool]) -> Expr {
     guard(|| {
         let span = e.span;
         match into_kind(e) {
@@ -113,7 +113,7 @@ fn keep_components(e: Expr, keep: &[bool]) -> Expr {
 
 /// Marks the components of `x` that `e` projects; false when `e` uses `x`
 /// otherwise than by a projection.
-fn projected(e: &Expr, x: &Name, used: &mut [bool]) -> bool {
+pub(super) fn projected(e: &Expr, x: &Name, used: &mut [bool]) -> bool {
     guard(|| match &e.kind {
         ExprKind::Proj(inner, i) if matches!(&inner.kind, ExprKind::Var(n) if n == x) => {
             match used.get_mut(*i) {
@@ -130,7 +130,7 @@ fn projected(e: &Expr, x: &Name, used: &mut [bool]) -> bool {
 }
 
 /// The children of `e`, to rewrite in place.
-fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
+pub(super) fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
     match &mut e.kind {
         ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::PrimFn(_) => Vec::new(),
         ExprKind::Prim(_, xs)
@@ -149,7 +149,7 @@ fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
 
 /// Reads `x.i` as component `map[i]` of the pruned `x` (`x` itself when
 /// one component is left).
-fn renumber(e: &mut Expr, x: &Name, map: &[Option<usize>], single: bool) {
+pub(super) fn renumber(e: &mut Expr, x: &Name, map: &[Option<usize>], single: bool) {
     guard(|| {
         if let ExprKind::Proj(inner, i) = &mut e.kind {
             if matches!(&inner.kind, ExprKind::Var(n) if n == x) {

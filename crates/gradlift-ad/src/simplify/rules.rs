@@ -171,6 +171,12 @@ rules! {
         "reduce f z (map g A) ⇝ foldl (acc, y. f(acc, g(y))) z A;  foldl f z (map g A) likewise",
         "the map is written in place (not a shared variable); reduce runs left to right from z";
 
+    /// Map splitting: each loop reading arrays of a shared array of tuples
+    /// computes them itself.
+    MapSplit = "map-split",
+        "let P = map (x. (e₀..eₙ)) A in C[op (p. …p.i…) P, op' (q. …q.j…) P] ⇝ C[op (p. …p…) (map (x. eᵢ) A), op' (q. …q…) (map (x. eⱼ) A)]",
+        "every use of P is an array argument whose function only projects it; eᵢ is built by an array operation";
+
     // ---- Clean-up
     /// Dead-code elimination.
     DeadLet = "dead-let", "let x = e₁ in e₂ ⇝ e₂", "x ∉ FV(e₂)";

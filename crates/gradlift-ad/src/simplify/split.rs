@@ -1,0 +1,230 @@
+//! Map splitting (rule `map-split`): first-order Target → Target whose
+//! duplicated lambdas still need fresh names (the next partial evaluation
+//! gives them).
+//!
+//! Reverse mode leaves arrays of tuples of partial derivatives — `let P =
+//! map2 (x, y. (map (b. b * s) x, map (a. a * s) w, r)) X Y` — read by
+//! several loops, each taking some components (a fold summing `.0`, a map
+//! reading `.1`, …). Stored, `P` costs its whole size in memory traffic
+//! twice, often far more than the arithmetic that builds it. Here each
+//! consumer that reads a component built by an array operation gets its
+//! own copy of the map, restricted to the components it reads and written
+//! in place as its argument, which the JIT then computes inside the
+//! consumer's loop: the per-element arrays are never stored, at the price
+//! of computing the body's shared part once per such consumer. The
+//! consumers that read only other components share what is left of `P`.
+//!
+//! Applies to `let P = map/map2 (…. e) A⃗ in b` when every tail of `e` is a
+//! tuple, every use of `P` in `b` is the array argument of an array
+//! operation (not inside a lambda the binding is not in) whose function
+//! reads its element only by projections, at least one of them reads an
+//! array-built component, and there are two uses or more.
+
+use super::prune::{children_mut, keep_components, projected, renumber, tail_arity};
+use super::rules::{Rule, Stats};
+use gradlift_lang::deep::guard;
+use gradlift_lang::syntax::*;
+use std::sync::Arc;
+
+/// Splits the maps of `e` as described; whether it split any.
+pub(super) fn run(mut e: Expr, stats: &mut Stats) -> (Expr, bool) {
+    let mut changed = false;
+    walk(&mut e, stats, &mut changed);
+    (e, changed)
+}
+
+fn walk(e: &mut Expr, stats: &mut Stats, changed: &mut bool) {
+    guard(|| {
+        if let ExprKind::Let {
+            pat: Pattern::Var(p, _),
+            ty: None,
+            value,
+            body,
+        } = &mut e.kind
+        {
+            if split(p, value, body) {
+                stats.fire(Rule::MapSplit);
+                *changed = true;
+            }
+        }
+        for c in children_mut(e) {
+            walk(c, stats, changed);
+        }
+    })
+}
+
+/// A use of `P` as the array argument of an array operation.
+struct Consumer {
+    /// The components its function reads.
+    reads: Vec<bool>,
+}
+
+/// Whether component `i` of every tail of `e` is built by an array
+/// operation.
+fn array_built(e: &Expr, i: usize) -> bool {
+    guard(|| match &e.kind {
+        ExprKind::Tuple(es) => matches!(
+            es.get(i).map(|c| &c.kind),
+            Some(
+                ExprKind::ArrayOp(..)
+                    | ExprKind::ArrayLit(_)
+                    | ExprKind::Builtin(Builtin::Replicate | Builtin::Concat | Builtin::Iota, _)
+            )
+        ),
+        ExprKind::Let { body, .. } => array_built(body, i),
+        ExprKind::If(_, t, f) => array_built(t, i) && array_built(f, i),
+        _ => false,
+    })
+}
+
+/// The parameter through which an array operation's function reads its
+/// argument `k`.
+fn param_of(op: ArrayOp, k: usize) -> Option<usize> {
+    match op {
+        ArrayOp::Map | ArrayOp::Map2 => Some(k),
+        ArrayOp::Reduce | ArrayOp::Foldl(_) | ArrayOp::Scanl | ArrayOp::Scanr => {
+            (k == 1).then_some(1)
+        }
+        ArrayOp::Revfold(_) => None,
+    }
+}
+
+/// Collects the consumers of `p` in `e`; false if some use of `p` is not
+/// one.
+fn consumers(e: &Expr, p: &Name, arity: usize, out: &mut Vec<Consumer>) -> bool {
+    guard(|| match &e.kind {
+        ExprKind::Var(n) => n != p,
+        ExprKind::ArrayOp(op, f, args)
+            if args
+                .iter()
+                .any(|a| matches!(&a.kind, ExprKind::Var(n) if n == p)) =>
+        {
+            let ExprKind::Lambda(params, body) = &f.kind else {
+                return false;
+            };
+            for (k, a) in args.iter().enumerate() {
+                if !matches!(&a.kind, ExprKind::Var(n) if n == p) {
+                    if !consumers(a, p, arity, out) {
+                        return false;
+                    }
+                    continue;
+                }
+                let Some(Pattern::Var(q, _)) =
+                    param_of(*op, k).and_then(|j| params.get(j)).map(|x| &x.pat)
+                else {
+                    return false;
+                };
+                let mut reads = vec![false; arity];
+                if !projected(body, q, &mut reads) {
+                    return false;
+                }
+                out.push(Consumer { reads });
+            }
+            // `p` inside the function itself would be read per element.
+            let mut none = Vec::new();
+            consumers(body, p, arity, &mut none) && none.is_empty()
+        }
+        ExprKind::Lambda(_, body) => {
+            // A use inside another lambda would compute the map per element
+            // of that lambda's operation.
+            let mut inner = Vec::new();
+            consumers(body, p, arity, &mut inner) && inner.is_empty()
+        }
+        _ => e
+            .children()
+            .into_iter()
+            .all(|c| consumers(c, p, arity, out)),
+    })
+}
+
+fn split(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
+    let ExprKind::ArrayOp(op @ (ArrayOp::Map | ArrayOp::Map2), f, args) = &value.kind else {
+        return false;
+    };
+    let ExprKind::Lambda(params, map_body) = &f.kind else {
+        return false;
+    };
+    let Some(arity) = tail_arity(map_body).filter(|k| *k >= 2) else {
+        return false;
+    };
+    let mut found = Vec::new();
+    if !consumers(body, p, arity, &mut found) || found.len() < 2 {
+        return false;
+    }
+    let arrays: Vec<bool> = (0..arity).map(|i| array_built(map_body, i)).collect();
+    let reads_array = |c: &Consumer| c.reads.iter().zip(&arrays).any(|(r, a)| *r && *a);
+    if !found.iter().any(reads_array) {
+        return false;
+    }
+    // What the consumers that keep reading `P` read.
+    let mut rest = vec![false; arity];
+    for c in found.iter().filter(|c| !reads_array(c)) {
+        rest.iter_mut().zip(&c.reads).for_each(|(r, u)| *r |= *u);
+    }
+    let (op, params, map_body, args) = (*op, params.clone(), map_body.clone(), args.clone());
+    let restricted = |keep: &[bool]| {
+        Expr::synth(ExprKind::ArrayOp(
+            op,
+            Box::new(Expr::synth(ExprKind::Lambda(
+                params.clone(),
+                Arc::new(keep_components((*map_body).clone(), keep)),
+            ))),
+            args.clone(),
+        ))
+    };
+    let numbering = |keep: &[bool]| {
+        let mut next = 0;
+        let map: Vec<Option<usize>> = keep
+            .iter()
+            .map(|k| {
+                k.then(|| {
+                    next += 1;
+                    next - 1
+                })
+            })
+            .collect();
+        (map, next == 1)
+    };
+    rewrite(body, p, &mut |op2, f2, k| {
+        let j = param_of(op2, k).expect("checked");
+        let ExprKind::Lambda(ps, b) = &mut f2.kind else {
+            unreachable!("checked")
+        };
+        let Pattern::Var(q, _) = &ps[j].pat else {
+            unreachable!("checked")
+        };
+        let mut reads = vec![false; arity];
+        projected(b, q, &mut reads);
+        let own = reads.iter().zip(&arrays).any(|(r, a)| *r && *a);
+        let keep = if own { reads } else { rest.clone() };
+        let (map, single) = numbering(&keep);
+        let q = q.clone();
+        renumber(Arc::make_mut(b), &q, &map, single);
+        own.then(|| restricted(&keep))
+    });
+    if rest.contains(&true) {
+        **value = restricted(&rest);
+    }
+    true
+}
+
+/// Rewrites each consumer of `p` in `e`: `f(op, function, k)` renumbers
+/// the function's projections and gives the term to read instead of `p`
+/// (or `None` to keep reading `p`).
+fn rewrite(e: &mut Expr, p: &Name, f: &mut dyn FnMut(ArrayOp, &mut Expr, usize) -> Option<Expr>) {
+    guard(|| {
+        if let ExprKind::ArrayOp(op, g, args) = &mut e.kind {
+            let op = *op;
+            for k in 0..args.len() {
+                if matches!(&args[k].kind, ExprKind::Var(n) if n == p) {
+                    if let Some(replacement) = f(op, g, k) {
+                        args[k] = replacement;
+                    }
+                }
+            }
+        }
+        for c in children_mut(e) {
+            rewrite(c, p, f);
+        }
+    })
+}
