@@ -215,10 +215,10 @@ fn rewrite(e: &mut Expr, p: &Name, f: &mut dyn FnMut(ArrayOp, &mut Expr, usize) 
     guard(|| {
         if let ExprKind::ArrayOp(op, g, args) = &mut e.kind {
             let op = *op;
-            for k in 0..args.len() {
-                if matches!(&args[k].kind, ExprKind::Var(n) if n == p) {
+            for (k, a) in args.iter_mut().enumerate() {
+                if matches!(&a.kind, ExprKind::Var(n) if n == p) {
                     if let Some(replacement) = f(op, g, k) {
-                        args[k] = replacement;
+                        *a = replacement;
                     }
                 }
             }
