@@ -253,23 +253,55 @@ impl Deriver {
         }
     }
 
-    /// Marks the parameter `param` of an array operation's function
-    /// inactive when the array `array` whose elements it takes is.
-    pub(crate) fn element_activity(&mut self, param: &Name, array: &Expr) {
-        let inactive = match &array.kind {
-            ExprKind::Var(n) => self.inactive.contains(n) || self.size_vars.contains(n),
-            ExprKind::Const(_) => true,
-            _ => false,
+    /// Sets the activity of an array operation's parameters: an element of
+    /// an inactive array (or of a constant) is inactive, every other
+    /// parameter active. Returns what to restore.
+    pub(crate) fn parameter_activity(
+        &mut self,
+        op: ArrayOp,
+        params: &[Name],
+        args: &[Arg],
+    ) -> Vec<(Name, bool)> {
+        let elements: Vec<Option<&Expr>> = match op {
+            ArrayOp::Map | ArrayOp::Map2 => args.iter().map(|(a, _)| Some(a)).collect(),
+            _ => vec![None, args.get(1).map(|(a, _)| a)],
         };
-        if inactive {
-            self.inactive.insert(param.clone());
+        let mut saved = Vec::with_capacity(params.len());
+        for (p, array) in params.iter().zip(elements) {
+            let inactive = match array.map(|a| &a.kind) {
+                Some(ExprKind::Var(n)) => self.inactive.contains(n) || self.size_vars.contains(n),
+                Some(ExprKind::Const(_)) => true,
+                _ => false,
+            };
+            let was = if inactive {
+                !self.inactive.insert(p.clone())
+            } else {
+                self.inactive.remove(p)
+            };
+            saved.push((p.clone(), was));
+        }
+        saved
+    }
+
+    /// Undoes [`Deriver::parameter_activity`].
+    pub(crate) fn restore_activity(&mut self, saved: Vec<(Name, bool)>) {
+        for (p, was) in saved.into_iter().rev() {
+            if was {
+                self.inactive.insert(p);
+            } else {
+                self.inactive.remove(&p);
+            }
         }
     }
 
     /// `new` names the value `old` named (UNF⁻¹'s names for `let`s).
     pub(crate) fn rename_activity(&mut self, old: &Name, new: &Name) {
+        // Set either way: a body differentiated again names its `let`s
+        // again, maybe from values of another activity.
         if self.inactive.remove(old) {
             self.inactive.insert(new.clone());
+        } else {
+            self.inactive.remove(new);
         }
     }
 

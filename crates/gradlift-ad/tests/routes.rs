@@ -219,6 +219,27 @@ fn maps_with_free_variables_and_nesting() {
 }
 
 #[test]
+fn inactive_values_get_no_cotangent_and_active_ones_keep_theirs() {
+    // A step size computed from a size and an abscissa computed from
+    // `iota` are inactive; the loop's parameters still get their gradients.
+    check(
+        "def f(x: [R; n], s: size) -> R =
+           let h = 2 / s in
+           reduce (+) 0 (foldl (y, i. map2 (a, b. a * h * (i + 1) + sin(b)) x y) x iota(s))",
+        &[v(&[0.4, 0.9]), r(3.0)],
+    );
+    // Two lambdas with tuple parameters (one name for both in UNF), the
+    // first over an inactive array, the second over an active one.
+    check(
+        "def f(x: [R; m]) -> R =
+           foldl (acc, el. 0.5 * acc + sin(min(reduce min inf (map ((a, b). acc) [el, el]), el.0)))
+                 (reduce (p, q. p + q + p * q) 0 (map ((a, b). a * a + sin(b)) (map (t. (t, t)) x)))
+                 (map (t. (1.3, -0.6)) [1, 2, 3])",
+        &[v(&[0.5, 0.25, 0.1, 0.2])],
+    );
+}
+
+#[test]
 fn folds_with_tuple_and_array_state() {
     let a = v(&[0.5, 1.2, -0.7, 0.1]);
     check(

@@ -40,7 +40,6 @@ impl Deriver {
     ) -> AdResult<()> {
         let (v, v_ty) = &args[0];
         let (a, a_ty) = &args[1];
-        self.element_activity(&params[1], a);
         let ctx = self.step_context(params, body, acc_ty, a_ty);
         let fv = &ctx[..ctx.len() - 2];
         let (kx, ky, len) = (fv.len(), fv.len() + 1, fv.len() + 2);

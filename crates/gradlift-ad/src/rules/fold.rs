@@ -315,7 +315,6 @@ impl Deriver {
     ) -> AdResult<()> {
         let (v, v_ty) = &args[0];
         let (a, a_ty) = &args[1];
-        self.element_activity(&params[1], a);
         let ctx = self.step_context(params, body, acc_ty, a_ty);
         let fv = &ctx[..ctx.len() - 2];
         let Type::Array(elem_ty, _) = a_ty else {

@@ -44,9 +44,6 @@ impl Deriver {
                 _ => unreachable!("map takes arrays"),
             })
             .collect();
-        for (p, (a, _)) in params.iter().zip(args) {
-            self.element_activity(p, a);
-        }
         let fv = self.free_slots(body, params);
         let mut ctx = fv.clone();
         ctx.extend(params.iter().cloned().zip(elem_types.iter().cloned()));

@@ -58,7 +58,6 @@ impl Deriver {
         let Type::Array(elem_ty, _) = a_ty else {
             unreachable!("a scan over an array")
         };
-        self.element_activity(&params[1], a);
         let fv = self.free_slots(body, params);
         let mut ctx = fv.clone();
         ctx.push((params[0].clone(), v_ty.clone()));
