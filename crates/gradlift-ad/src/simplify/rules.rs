@@ -171,10 +171,10 @@ rules! {
         "reduce f z (map g A) ⇝ foldl (acc, y. f(acc, g(y))) z A;  foldl f z (map g A) likewise",
         "the map is written in place (not a shared variable); reduce runs left to right from z";
 
-    /// Map splitting: each loop reading arrays of a shared array of tuples
+    /// Map splitting: each fold reading arrays of a shared array of tuples
     /// computes them itself.
     MapSplit = "map-split",
-        "let P = map (x. (e₀..eₙ)) A in C[op (p. …p.i…) P, op' (q. …q.j…) P] ⇝ C[op (p. …p…) (map (x. eᵢ) A), op' (q. …q…) (map (x. eⱼ) A)]",
+        "let P = map (x. (e₀..eₙ)) A in C[foldl (a, p. …p.i…) z P, op (q. …q.j…) P] ⇝ let P = map (x. eⱼ) A in C[foldl (a, p. …p…) z (map (x. eᵢ) A), op (q. …q…) P]",
         "every use of P is an array argument whose function only projects it; eᵢ is built by an array operation";
 
     // ---- Clean-up

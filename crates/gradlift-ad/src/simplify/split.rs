@@ -4,21 +4,25 @@
 //!
 //! Reverse mode leaves arrays of tuples of partial derivatives — `let P =
 //! map2 (x, y. (map (b. b * s) x, map (a. a * s) w, r)) X Y` — read by
-//! several loops, each taking some components (a fold summing `.0`, a map
-//! reading `.1`, …). Stored, `P` costs its whole size in memory traffic
-//! twice, often far more than the arithmetic that builds it. Here each
-//! consumer that reads a component built by an array operation gets its
-//! own copy of the map, restricted to the components it reads and written
-//! in place as its argument, which the JIT then computes inside the
-//! consumer's loop: the per-element arrays are never stored, at the price
-//! of computing the body's shared part once per such consumer. The
-//! consumers that read only other components share what is left of `P`.
+//! several loops, each taking some components: a fold summing `.0` (the
+//! cotangent of a free variable), a map reading `.1`, … Stored, the arrays
+//! in `P` cost their whole size in memory traffic twice, where a fold only
+//! needs each one for a moment. Here each reduction (`reduce`, `foldl`)
+//! that reads a component built by an array operation gets its own copy of
+//! the map, restricted to the components it reads and written in place as
+//! its array, which the JIT then computes inside the fold's loop: those
+//! arrays are never stored, at the price of computing the body's shared
+//! part once more per such fold. The other consumers share what is left
+//! of `P`. (Maps are not given copies: they write an array of the same
+//! size anyway, and recomputing a body with loops of its own — a layer of
+//! an MLP — cost more than it saved when measured.)
 //!
 //! Applies to `let P = map/map2 (…. e) A⃗ in b` when every tail of `e` is a
 //! tuple, every use of `P` in `b` is the array argument of an array
 //! operation (not inside a lambda the binding is not in) whose function
-//! reads its element only by projections, at least one of them reads an
-//! array-built component, and there are two uses or more.
+//! reads its element only by projections, at least one of them is a
+//! reduction reading an array-built component, and there are two uses or
+//! more.
 
 use super::prune::{children_mut, keep_components, projected, renumber, tail_arity};
 use super::rules::{Rule, Stats};
@@ -57,6 +61,8 @@ fn walk(e: &mut Expr, stats: &mut Stats, changed: &mut bool) {
 struct Consumer {
     /// The components its function reads.
     reads: Vec<bool>,
+    /// Whether it is a reduction (`reduce`, `foldl`).
+    folds: bool,
 }
 
 /// Whether component `i` of every tail of `e` is built by an array
@@ -118,7 +124,10 @@ fn consumers(e: &Expr, p: &Name, arity: usize, out: &mut Vec<Consumer>) -> bool 
                 if !projected(body, q, &mut reads) {
                     return false;
                 }
-                out.push(Consumer { reads });
+                out.push(Consumer {
+                    reads,
+                    folds: matches!(op, ArrayOp::Reduce | ArrayOp::Foldl(_)),
+                });
             }
             // `p` inside the function itself would be read per element.
             let mut none = Vec::new();
@@ -152,7 +161,7 @@ fn split(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
         return false;
     }
     let arrays: Vec<bool> = (0..arity).map(|i| array_built(map_body, i)).collect();
-    let reads_array = |c: &Consumer| c.reads.iter().zip(&arrays).any(|(r, a)| *r && *a);
+    let reads_array = |c: &Consumer| c.folds && c.reads.iter().zip(&arrays).any(|(r, a)| *r && *a);
     if !found.iter().any(reads_array) {
         return false;
     }
@@ -195,7 +204,8 @@ fn split(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
         };
         let mut reads = vec![false; arity];
         projected(b, q, &mut reads);
-        let own = reads.iter().zip(&arrays).any(|(r, a)| *r && *a);
+        let folds = matches!(op2, ArrayOp::Reduce | ArrayOp::Foldl(_));
+        let own = folds && reads.iter().zip(&arrays).any(|(r, a)| *r && *a);
         let keep = if own { reads } else { rest.clone() };
         let (map, single) = numbering(&keep);
         let q = q.clone();
