@@ -333,7 +333,7 @@ impl Translator<'_, '_> {
                 let tys = [acc_ty, elem_ty(self.type_of(&args[1])?)?];
                 let z = self.lower(&args[0])?;
                 let a = self.source(&args[1])?;
-                self.fold(op, params, body, z, a, &tys)
+                self.fold(op, params, body, z, a, &tys, op == ArrayOp::Scanr)
             }
         }
     }
@@ -535,7 +535,32 @@ impl Translator<'_, '_> {
         }
     }
 
+    /// `(scanr f z A)[0]` or `(scanl f z A)[-1]`: the last state of the
+    /// scan, computed as a fold (from the last element for `scanr`) without
+    /// storing the others. The reverse of a loop is such a right scan when
+    /// only its final cotangents are read.
+    pub fn scan_end(&mut self, op: ArrayOp, f: &Expr, args: &[Expr]) -> Result<Values, JitError> {
+        let (params, body) = self.lambda(f, 2)?;
+        let acc_ty = self.type_of(&args[0])?;
+        let Type::Array(elem, _) = self.type_of(&args[1])? else {
+            return Err(JitError::Internal("expected an array type".into()));
+        };
+        let z = self.lower(&args[0])?;
+        let a = self.source(&args[1])?;
+        let tys = [acc_ty, *elem];
+        self.fold(
+            ArrayOp::Foldl(None),
+            params,
+            body,
+            z,
+            a,
+            &tys,
+            op == ArrayOp::Scanr,
+        )
+    }
+
     /// The left folds and scans: the accumulator is loop-carried.
+    #[allow(clippy::too_many_arguments)]
     fn fold(
         &mut self,
         op: ArrayOp,
@@ -544,6 +569,7 @@ impl Translator<'_, '_> {
         z: Values,
         a: Source<'_>,
         tys: &[Type],
+        from_the_end: bool,
     ) -> Result<Values, JitError> {
         let len = a.len();
         let Some(shape) = z.shape() else {
@@ -579,7 +605,7 @@ impl Translator<'_, '_> {
         };
         self.for_range(len, &mut |t, k| {
             // scanr walks from the last element to the first.
-            let i = if op == ArrayOp::Scanr {
+            let i = if from_the_end {
                 let last = t.b.ins().iadd_imm_s(len, -1);
                 t.b.ins().isub(last, k)
             } else {

@@ -26,7 +26,7 @@ use cranelift_codegen::ir::{
 use cranelift_frontend::{FunctionBuilder, Variable};
 use gradlift_ad::inline::Closed;
 use gradlift_lang::deep::guard;
-use gradlift_lang::syntax::{Expr, ExprKind, Name, Pattern, Size, Type};
+use gradlift_lang::syntax::{ArrayOp, Expr, ExprKind, Name, Pattern, Size, Type};
 use gradlift_lang::types::Typer;
 use std::collections::{HashMap, HashSet};
 
@@ -520,6 +520,12 @@ impl Translator<'_, '_> {
             },
             ExprKind::If(c, then, other) => self.lower_if(c, then, other),
             ExprKind::Index(a, k) => {
+                if let ExprKind::ArrayOp(op @ (ArrayOp::Scanl | ArrayOp::Scanr), f, args) = &a.kind
+                {
+                    if (*op, *k) == (ArrayOp::Scanr, 0) || (*op, *k) == (ArrayOp::Scanl, -1) {
+                        return self.scan_end(*op, f, args);
+                    }
+                }
                 let a = self.array(a)?;
                 self.index(&a, *k)
             }

@@ -157,3 +157,21 @@ fn maps_written_in_place_are_computed_in_their_consumers() {
     }
     assert!(bytes <= 8 * a.len() + 64, "{bytes} bytes");
 }
+
+#[test]
+fn the_last_state_of_a_scan_is_a_fold() {
+    // `(scanr …)[0]` and `(scanl …)[-1]` store no states.
+    let f = compile(
+        "def f(A: [R; n]) -> R = \
+         (scanr (acc, a. acc * 0.5 + a) 0 A)[0] + (scanl (acc, a. acc * 0.5 + a) 1 A)[-1]",
+    );
+    let a = data(100_000);
+    let (out, bytes) = run(&f, &a, 1);
+    let right = a.iter().rev().fold(0.0, |acc, x| acc * 0.5 + x);
+    let left = a.iter().fold(1.0, |acc, x| acc * 0.5 + x);
+    assert_eq!(out[0].to_bits(), (right + left).to_bits());
+    assert!(bytes <= 64, "{bytes} bytes");
+    // An empty array: the start.
+    let (out, _) = run(&f, &[], 1);
+    assert_eq!(out[0], 1.0);
+}
