@@ -818,7 +818,13 @@ impl Deriver {
                 states,
             } => {
                 let z = self.atomize(sw, "z", &step.ty, z).into_expr(&step.ty);
-                self.array_op_backward(
+                // The function's parameters: an element of an inactive array
+                // is inactive, a fold's or scan's accumulator active. Names
+                // such as a tuple parameter's (`param0'`) recur in other
+                // lambdas, nested ones too, so each is set here and restored
+                // after.
+                let saved = self.parameter_activity(op, &params, &args);
+                let r = self.array_op_backward(
                     sw,
                     op,
                     &params,
@@ -828,7 +834,9 @@ impl Deriver {
                     &var(&step.out),
                     &step.ty,
                     z,
-                )?;
+                );
+                self.restore_activity(saved);
+                r?;
             }
         }
         Ok(())

@@ -348,16 +348,7 @@ impl Translator<'_, '_> {
         args: &[Expr],
         dest: Option<(Value, &Shape)>,
     ) -> Result<Values, JitError> {
-        let mut tys = Vec::new();
-        let mut sources = Vec::new();
-        for a in args {
-            match self.type_of(a)? {
-                Type::Array(elem, _) => tys.push(*elem),
-                _ => return Err(JitError::Internal("expected an array type".into())),
-            }
-            sources.push(self.source(a)?);
-        }
-        let n = self.same_lengths(&sources)?;
+        let (tys, sources, n) = self.sources(args)?;
         let mark = self.typer.mark();
         for (p, t) in params.iter().zip(&tys) {
             bind_types(&mut self.typer, &p.pat, t);
@@ -462,16 +453,7 @@ impl Translator<'_, '_> {
         if let ExprKind::ArrayOp(op @ (ArrayOp::Map | ArrayOp::Map2), f, args) = &e.kind {
             if let ExprKind::Lambda(params, body) = &f.kind {
                 if params.len() == op.fn_arity() {
-                    let mut tys = Vec::new();
-                    let mut inputs = Vec::new();
-                    for a in args {
-                        match self.type_of(a)? {
-                            Type::Array(elem, _) => tys.push(*elem),
-                            _ => return Err(JitError::Internal("expected an array type".into())),
-                        }
-                        inputs.push(self.source(a)?);
-                    }
-                    let len = self.same_lengths(&inputs)?;
+                    let (tys, inputs, len) = self.sources(args)?;
                     return Ok(Source::Mapped {
                         expr: e,
                         inputs,
@@ -486,6 +468,25 @@ impl Translator<'_, '_> {
         let a = self.array(e)?;
         let stride = unchecked_bytes(self.b, &a.elem);
         Ok(Source::Array(a, stride))
+    }
+
+    /// The element types and sources of a `map`'s or `map2`'s arrays, and
+    /// their common length.
+    fn sources<'e>(
+        &mut self,
+        args: &'e [Expr],
+    ) -> Result<(Vec<Type>, Vec<Source<'e>>, Value), JitError> {
+        let mut tys = Vec::new();
+        let mut sources = Vec::new();
+        for a in args {
+            match self.type_of(a)? {
+                Type::Array(elem, _) => tys.push(*elem),
+                _ => return Err(JitError::Internal("expected an array type".into())),
+            }
+            sources.push(self.source(a)?);
+        }
+        let n = self.same_lengths(&sources)?;
+        Ok((tys, sources, n))
     }
 
     /// The common length of the sources of a `map2` (checked), or of a

@@ -34,29 +34,6 @@ impl Deriver {
         ty: &Type,
         z: Expr,
     ) -> AdResult<()> {
-        // The function's parameters: an element of an inactive array is
-        // inactive, a fold's or scan's accumulator active. Names such as a
-        // tuple parameter's (`param0'`) recur in other lambdas, nested ones
-        // too, so each is set here and restored after.
-        let saved = self.parameter_activity(op, params, args);
-        let r = self.array_op_backward_inner(sw, op, params, body, args, states, out, ty, z);
-        self.restore_activity(saved);
-        r
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn array_op_backward_inner(
-        &mut self,
-        sw: &mut Sweep,
-        op: ArrayOp,
-        params: &[Name],
-        body: &Expr,
-        args: &[Arg],
-        states: Option<Name>,
-        out: &Expr,
-        ty: &Type,
-        z: Expr,
-    ) -> AdResult<()> {
         match (op, states) {
             (ArrayOp::Map | ArrayOp::Map2, _) => self.map_backward(sw, params, body, args, ty, z),
             (ArrayOp::Foldl(Some(schedule)), None)

@@ -147,6 +147,22 @@ pub(super) fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
     }
 }
 
+/// The new index of each kept component (`keep`), and whether one is
+/// left (a single component is not a tuple).
+pub(super) fn numbering(keep: &[bool]) -> (Vec<Option<usize>>, bool) {
+    let mut next = 0;
+    let map = keep
+        .iter()
+        .map(|k| {
+            k.then(|| {
+                next += 1;
+                next - 1
+            })
+        })
+        .collect();
+    (map, next == 1)
+}
+
 /// Reads `x.i` as component `map[i]` of the pruned `x` (`x` itself when
 /// one component is left).
 pub(super) fn renumber(e: &mut Expr, x: &Name, map: &[Option<usize>], single: bool) {
@@ -216,17 +232,8 @@ impl Prune<'_> {
         **value = keep_components(v, &used);
         match pat {
             Pattern::Var(x, _) => {
-                let mut next = 0;
-                let map: Vec<Option<usize>> = used
-                    .iter()
-                    .map(|u| {
-                        u.then(|| {
-                            next += 1;
-                            next - 1
-                        })
-                    })
-                    .collect();
-                renumber(body, x, &map, next == 1);
+                let (map, single) = numbering(&used);
+                renumber(body, x, &map, single);
             }
             Pattern::Tuple(ps, _) => {
                 let mut kept: Vec<Pattern> = std::mem::take(ps)

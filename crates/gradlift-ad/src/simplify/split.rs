@@ -24,7 +24,7 @@
 //! reduction reading an array-built component, and there are two uses or
 //! more.
 
-use super::prune::{children_mut, keep_components, projected, renumber, tail_arity};
+use super::prune::{children_mut, keep_components, numbering, projected, renumber, tail_arity};
 use super::rules::{Rule, Stats};
 use gradlift_lang::deep::guard;
 use gradlift_lang::syntax::*;
@@ -180,19 +180,6 @@ fn split(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
             ))),
             args.clone(),
         ))
-    };
-    let numbering = |keep: &[bool]| {
-        let mut next = 0;
-        let map: Vec<Option<usize>> = keep
-            .iter()
-            .map(|k| {
-                k.then(|| {
-                    next += 1;
-                    next - 1
-                })
-            })
-            .collect();
-        (map, next == 1)
     };
     rewrite(body, p, &mut |op2, f2, k| {
         let j = param_of(op2, k).expect("checked");
