@@ -88,6 +88,13 @@ pub(crate) struct Carried {
     buffers: Option<(Variable, Variable)>,
 }
 
+impl Carried {
+    /// The variables holding the value.
+    pub(crate) fn vars(&self) -> &[Variable] {
+        &self.vars
+    }
+}
+
 fn has_arrays(s: &Shape) -> bool {
     match s {
         Shape::Real => false,

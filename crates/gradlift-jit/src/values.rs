@@ -51,6 +51,15 @@ pub(crate) enum Values {
 }
 
 impl Shape {
+    /// Whether the layout holds reals only (no arrays).
+    pub fn reals_only(&self) -> bool {
+        match self {
+            Shape::Real => true,
+            Shape::Tuple(ss) => ss.iter().all(Shape::reals_only),
+            Shape::Array(..) => false,
+        }
+    }
+
     /// Appends the inner lengths, outermost first.
     pub fn flatten(&self, out: &mut Vec<Value>) {
         match self {
