@@ -38,3 +38,21 @@ fn generated_programs_agree_everywhere() {
     assert!(gradients as u64 >= cases / 3, "{gradients}");
     assert!(fd >= 200, "{fd}");
 }
+
+/// Inputs on which the fuzz target once failed (docs/reliability.md, bugs
+/// 3 and 4): the UNF route's gradient zeroed by a recurring parameter
+/// name's activity, and a NaN cotangent times a structural zero that the
+/// optimized gradient dropped while the unoptimized one kept it.
+#[test]
+fn inputs_the_fuzzer_found() {
+    let jit = Jit::new().unwrap().verify(true);
+    for data in [
+        &[
+            0x00, 0xca, 0x76, 0x5f, 0x5f, 0x35, 0x00, 0x00, 0xbd, 0x2b, 0x00, 0x01, 0x00, 0x00,
+            0x44, 0x00, 0x00, 0x00, 0x00, 0x00,
+        ][..],
+        &[0x0a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x3b, 0x41][..],
+    ] {
+        check(&Input::from_bytes(data), &jit);
+    }
+}

@@ -152,9 +152,11 @@ impl Pe<'_> {
             let read = components
                 .iter()
                 .map(|c| match c.as_ref().map(|c| &c.kind) {
-                    Some(ExprKind::Const(v)) => {
-                        Val::Const(*v, c.as_ref().is_some_and(|c| c.is_structural_zero()))
-                    }
+                    // As a plain constant: a structural zero read here
+                    // would let `zero-product` drop its product with a
+                    // cotangent that may be NaN, which the program without
+                    // this rule keeps (it multiplies `p.i * ζ` elementwise).
+                    Some(ExprKind::Const(v)) => Val::Const(*v, false),
                     // The parameter read (`tuple_arg` checked that the
                     // components read name one parameter at most); the
                     // components of other parameters are not read.
