@@ -6,27 +6,8 @@
 //! `cargo bench --bench scale` prints a Markdown table (docs/reliability.md).
 
 use gradlift::{GradOptions, Jit, Program, Value};
+use gradlift_lang::testing::{let_chain, nested};
 use std::time::Instant;
-
-fn let_chain(n: usize) -> String {
-    let mut s = String::from("def chain(x0: R) -> R =\n");
-    for i in 1..=n {
-        s.push_str(&format!("  let x{i} = x{} * 0.9999 + 0.0001 in\n", i - 1));
-    }
-    s.push_str(&format!("  x{n}\n"));
-    s
-}
-
-fn nested(depth: usize) -> String {
-    let mut s = String::from("def nest(x0: R) -> R = ");
-    s.push_str(&"(".repeat(depth));
-    s.push_str("x0");
-    for _ in 0..depth {
-        s.push_str(" * 0.9999 + 0.0001)");
-    }
-    s.push('\n');
-    s
-}
 
 fn peak_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")

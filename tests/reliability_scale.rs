@@ -4,29 +4,8 @@
 //! native code and called, on a thread with an 8 MiB stack; the value and
 //! the gradient check against the closed form.
 
-use gradlift::{Construction, GradOptions, Jit, Program, Route, Value};
-
-/// `def chain(x0: R) -> R = let x1 = x0 * 0.9999 + 0.0001 in … in x<n>`.
-fn let_chain(n: usize) -> String {
-    let mut s = String::from("def chain(x0: R) -> R =\n");
-    for i in 1..=n {
-        s.push_str(&format!("  let x{i} = x{} * 0.9999 + 0.0001 in\n", i - 1));
-    }
-    s.push_str(&format!("  x{n}\n"));
-    s
-}
-
-/// `def nest(x: R) -> R = ((x * 0.9999 + 0.0001) * 0.9999 + 0.0001) …`.
-fn nested(depth: usize) -> String {
-    let mut s = String::from("def nest(x: R) -> R = ");
-    s.push_str(&"(".repeat(depth));
-    s.push('x');
-    for _ in 0..depth {
-        s.push_str(" * 0.9999 + 0.0001)");
-    }
-    s.push('\n');
-    s
-}
+use gradlift::{GradOptions, Jit, Program, Route, Value};
+use gradlift_lang::testing::{let_chain, nested};
 
 /// n steps of x ↦ x·0.9999 + 0.0001 in the program's order, and the
 /// derivative 0.9999ⁿ.
@@ -63,9 +42,7 @@ fn every_stage(text: String, steps: usize) {
                 None,
                 GradOptions {
                     route,
-                    construction: Construction::Sparse,
-                    optimize: true,
-                    checkpoint: None,
+                    ..GradOptions::default()
                 },
             )
             .expect("differentiates");

@@ -5,28 +5,9 @@
 
 use gradlift_ad::direct::{Construction, Route};
 use gradlift_ad::pipeline::{gradient, Options};
+use gradlift_lang::testing::{let_chain, nested};
 use gradlift_lang::value::bind_sizes;
 use gradlift_lang::{check_source, interp, Name, Value};
-
-fn let_chain(n: usize) -> String {
-    let mut s = String::from("def chain(x0: R) -> R =\n");
-    for i in 1..=n {
-        s.push_str(&format!("  let x{i} = x{} * 0.9999 + 0.0001 in\n", i - 1));
-    }
-    s.push_str(&format!("  x{n}\n"));
-    s
-}
-
-fn nested(depth: usize) -> String {
-    let mut s = String::from("def nest(x: R) -> R = ");
-    s.push_str(&"(".repeat(depth));
-    s.push('x');
-    for _ in 0..depth {
-        s.push_str(" * 0.9999 + 0.0001)");
-    }
-    s.push('\n');
-    s
-}
 
 fn differentiate(text: String, steps: usize) {
     let m = check_source("scale.grad", &text).unwrap();

@@ -4,6 +4,7 @@
 //! workspace would overflow are a clean error; non-finite values print as
 //! IEEE results.
 
+use gradlift_lang::testing::{let_chain, nested};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -44,26 +45,6 @@ fn clean_failure(out: &Output) -> String {
     assert!(err.contains("error:"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     err
-}
-
-fn let_chain(n: usize) -> String {
-    let mut s = String::from("def chain(x0: R) -> R =\n");
-    for i in 1..=n {
-        s.push_str(&format!("  let x{i} = x{} * 0.9999 + 0.0001 in\n", i - 1));
-    }
-    s.push_str(&format!("  x{n}\n"));
-    s
-}
-
-fn nested(depth: usize) -> String {
-    let mut s = String::from("def nest(x0: R) -> R = ");
-    s.push_str(&"(".repeat(depth));
-    s.push_str("x0");
-    for _ in 0..depth {
-        s.push_str(" * 0.9999 + 0.0001)");
-    }
-    s.push('\n');
-    s
 }
 
 fn at_scale(name: &str, text: String, steps: usize) {

@@ -10,9 +10,12 @@
 //! `ptr + i·stride`; slicing builtins return views (no copy). A `map` or
 //! `map2` written in place as the argument of another array operation is
 //! not stored: its elements are computed in the consumer's loop (loop
-//! fusion, [`Translator::source`]). Arrays stored
-//! into a row are checked to have the row's shape, and every index, length
-//! and count is checked before memory is touched.
+//! fusion, [`Translator::source`]); a map whose body ends in a map writes
+//! the inner elements into its own result row ([`Translator::lower_into`]);
+//! `(scanr …)[0]` and `(scanl …)[-1]` are folds that store no states
+//! ([`Translator::scan_end`]). Arrays stored into a row are checked to have
+//! the row's shape, and every index, length and count is checked before
+//! memory is touched.
 
 use crate::abi::Status;
 use crate::lower::{unsupported, Translator};

@@ -837,3 +837,28 @@ fn collect_array_sizes(t: &Type, out: &mut Vec<Size>) {
         _ => {}
     }
 }
+
+/// `def chain(x0: R) -> R = let x1 = x0 * 0.9999 + 0.0001 in … in x<n>`:
+/// a program of `n` bindings, for tests and benches at scale. Its value
+/// and derivative at `x0` follow from iterating `x ↦ 0.9999·x + 0.0001`.
+pub fn let_chain(n: usize) -> String {
+    let mut s = String::from("def chain(x0: R) -> R =\n");
+    for i in 1..=n {
+        s.push_str(&format!("  let x{i} = x{} * 0.9999 + 0.0001 in\n", i - 1));
+    }
+    s.push_str(&format!("  x{n}\n"));
+    s
+}
+
+/// `def nest(x0: R) -> R = ((x0 * 0.9999 + 0.0001) * 0.9999 + 0.0001) …`:
+/// the same iteration as [`let_chain`] as one expression `depth` deep.
+pub fn nested(depth: usize) -> String {
+    let mut s = String::from("def nest(x0: R) -> R = ");
+    s.push_str(&"(".repeat(depth));
+    s.push_str("x0");
+    for _ in 0..depth {
+        s.push_str(" * 0.9999 + 0.0001)");
+    }
+    s.push('\n');
+    s
+}

@@ -2,29 +2,8 @@
 //! every front-end stage (parse, type-check, print, re-parse, evaluate, drop)
 //! on a thread with the default 8 MiB main-thread stack.
 
+use gradlift_lang::testing::{let_chain, nested};
 use gradlift_lang::{check_module, interp, parse_module, Value};
-
-/// `def chain(x: R) -> R = let x1 = x * 0.9999 + 0.0001 in … in x<n>`.
-pub fn let_chain(n: usize) -> String {
-    let mut s = String::from("def chain(x0: R) -> R =\n");
-    for i in 1..=n {
-        s.push_str(&format!("  let x{i} = x{} * 0.9999 + 0.0001 in\n", i - 1));
-    }
-    s.push_str(&format!("  x{n}\n"));
-    s
-}
-
-/// `def nest(x: R) -> R = ((x * 0.9999 + 0.0001) * 0.9999 + 0.0001) …`.
-pub fn nested(depth: usize) -> String {
-    let mut s = String::from("def nest(x: R) -> R = ");
-    s.push_str(&"(".repeat(depth));
-    s.push('x');
-    for _ in 0..depth {
-        s.push_str(" * 0.9999 + 0.0001)");
-    }
-    s.push('\n');
-    s
-}
 
 fn run_on_8mib_thread(f: impl FnOnce() + Send + 'static) {
     std::thread::Builder::new()

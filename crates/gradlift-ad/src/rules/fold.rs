@@ -40,9 +40,11 @@
 //!
 //! `W[i].0` is the cotangent of `Sᵢ` (`W[n].0 = z`), `W[i].1` the sum of
 //! the free variables' terms of steps `i … n-1` and `W[i].2` the
-//! cotangent of `Aᵢ`. Each step's gradient is taken once: Figure 16's
-//! separate map of vector–Jacobian products after the scan would run every
-//! step's reverse pass a second time.
+//! cotangent of `Aᵢ`. Each step's gradient is taken once (not in the
+//! paper: a scan of state cotangents followed by a separate map of
+//! vector–Jacobian products, Figure 16's shape, would run every step's
+//! reverse pass a second time). The same function reverses scans
+//! ([`Deriver::reverse_step`], `scan.rs`).
 
 use crate::adjoint::{plus, scale, zeros, Adj};
 use crate::direct::{AdResult, Arg, Deriver, Sweep};

@@ -1,6 +1,7 @@
-//! Map splitting (rule `map-split`): first-order Target → Target whose
-//! duplicated lambdas still need fresh names (the next partial evaluation
-//! gives them).
+//! Map splitting (rule `map-split`, not in the paper): first-order Target
+//! → Target whose duplicated lambdas still need fresh names (the next
+//! partial evaluation gives them). The value is unchanged bit for bit: the
+//! copies compute what the shared map computed.
 //!
 //! Reverse mode leaves arrays of tuples of partial derivatives — `let P =
 //! map2 (x, y. (map (b. b * s) x, map (a. a * s) w, r)) X Y` — read by

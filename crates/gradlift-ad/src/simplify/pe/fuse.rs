@@ -1,8 +1,12 @@
 //! Functions rebuilt from residual functions: map fusion (Figure 12
-//! "Classic array simplification") and the specialization of a `map2`
-//! whose argument is a constant array (`map2-fill-arg`).
+//! "Classic array simplification"), and, not in the paper, fold fusion
+//! (`reduce`/`foldl` of a `map`), the specialization of a `map2` whose
+//! argument is a constant array (`map2-fill-arg`) and reading the
+//! components of an array of tuples where they come from (`tuple-arg`).
+//! Each gives the same value as the node it replaces, bit for bit: the
+//! operations on reals and their order are unchanged.
 //!
-//! Both build a new lambda whose body applies residual functions — lambdas
+//! All build a new lambda whose body applies residual functions — lambdas
 //! and primitives already evaluated — to the new parameters. Residual code
 //! uses output names only, so it is evaluated with no source name in
 //! scope. The lambdas consumed give their parameter names back, so the new
