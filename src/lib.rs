@@ -182,10 +182,10 @@ impl<'p> Function<'p> {
         }
     }
 
-    /// Compiles it to native code.
+    /// Compiles it to native code: [`Function::optimized`], lowered.
     pub fn compile(&self, jit: &Jit) -> Result<CompiledFunction, Error> {
         Ok(CompiledFunction {
-            compiled: jit.compile(&self.closed())?,
+            compiled: jit.compile(&self.optimized()?)?,
         })
     }
 
@@ -326,6 +326,14 @@ impl<'p> Function<'p> {
     /// The definition inlined into one closed term.
     pub fn closed(&self) -> gradlift_ad::inline::Closed {
         gradlift_ad::inline::inline(&self.program.checked, self.index)
+    }
+
+    /// [`Function::closed`] with its body simplified as gradients are
+    /// (`gradlift_ad::simplify`): single-use `let`s inlined so that maps
+    /// fuse into their consumers, common terms shared, dead ones dropped.
+    /// This is what [`Function::compile`] lowers.
+    pub fn optimized(&self) -> Result<gradlift_ad::inline::Closed, Error> {
+        gradlift_ad::pipeline::optimized(self.closed()).map_err(Error::from)
     }
 
     /// Evaluates it on the reference interpreter.

@@ -199,6 +199,13 @@ pub fn jvp_program(module: &CheckedModule, index: usize) -> Result<Closed, AdErr
     Ok(j)
 }
 
+/// `closed` with its body simplified, for compiling a function itself.
+pub fn optimized(mut closed: Closed) -> Result<Closed, AdError> {
+    closed.body = simplify_avoiding(&closed.body, &SimplifyOptions::default(), &closed.size_vars)?;
+    verify_closed(&closed);
+    Ok(closed)
+}
+
 /// In debug builds, checks that a derived program type-checks with its
 /// declared result type.
 fn verify_closed(c: &Closed) {

@@ -547,7 +547,8 @@ fn emit(a: EmitArgs) -> Result<(), String> {
         } else {
             None
         };
-        let mut functions = vec![&closed];
+        let own = function.optimized().map_err(|e| format!("error: {e}"))?;
+        let mut functions = vec![&own];
         functions.extend(grad.as_ref());
         let bytes = jit.object(&functions).map_err(|e| format!("error: {e}"))?;
         std::fs::write(path, bytes)
@@ -601,7 +602,7 @@ fn emit(a: EmitArgs) -> Result<(), String> {
             let program = if a.grad {
                 gradient()?.closed()
             } else {
-                closed.clone()
+                function.optimized().map_err(|e| format!("error: {e}"))?
             };
             let jit = target_jit()?;
             let text = match stage {

@@ -284,23 +284,7 @@ impl Translator<'_, '_> {
                     elem: shape,
                 }))
             }
-            Builtin::Concat => {
-                let a = self.array(&args[0])?;
-                let c = self.array(&args[1])?;
-                self.check_same_shape(&a.elem, &c.elem, Status::LengthMismatch)?;
-                let n = self.b.ins().iadd(a.len, c.len);
-                let (ptr, stride) = self.alloc_array(n, &a.elem)?;
-                let first = self.b.ins().imul(a.len, stride);
-                self.copy(ptr, a.ptr, first)?;
-                let second = self.b.ins().imul(c.len, stride);
-                let rest = self.b.ins().iadd(ptr, first);
-                self.copy(rest, c.ptr, second)?;
-                Ok(Values::Array(ArrayVal {
-                    ptr,
-                    len: n,
-                    elem: a.elem,
-                }))
-            }
+            Builtin::Concat => self.concat(args),
             Builtin::Take | Builtin::Drop => {
                 let k = self.count(&args[0])?;
                 let a = self.array(&args[1])?;
@@ -391,7 +375,32 @@ impl Translator<'_, '_> {
         args: &[Expr],
         dest: Option<(Value, &Shape)>,
     ) -> Result<Values, JitError> {
-        let (tys, sources, n) = self.sources(args)?;
+        let m = self.mapping(params, body, args)?;
+        let (ptr, stride) = match dest {
+            Some((at, want)) => {
+                let own = Shape::Array(m.len, Box::new(m.shape.clone()));
+                self.check_same_shape(&own, want, Status::ShapeMismatch)?;
+                (at, unchecked_bytes(self.b, &m.shape))
+            }
+            None => self.alloc_array(m.len, &m.shape)?,
+        };
+        self.write_mapping(&m, ptr, stride)?;
+        Ok(Values::Array(ArrayVal {
+            ptr,
+            len: m.len,
+            elem: m.shape,
+        }))
+    }
+
+    /// A `map`/`map2` up to its loop: its sources (their arrays computed),
+    /// its length and the layout of its elements.
+    fn mapping<'e>(
+        &mut self,
+        params: &'e [Param],
+        body: &'e Expr,
+        args: &'e [Expr],
+    ) -> Result<Mapping<'e>, JitError> {
+        let (tys, sources, len) = self.sources(args)?;
         let mark = self.typer.mark();
         for (p, t) in params.iter().zip(&tys) {
             bind_types(&mut self.typer, &p.pat, t);
@@ -399,31 +408,73 @@ impl Translator<'_, '_> {
         let out_ty = self.type_of(body)?;
         self.typer.pop_to(mark);
         let shape = self.shape_of_type(&out_ty, false)?;
-        let (ptr, stride) = match dest {
-            Some((at, want)) => {
-                let own = Shape::Array(n, Box::new(shape.clone()));
-                self.check_same_shape(&own, want, Status::ShapeMismatch)?;
-                (at, unchecked_bytes(self.b, &shape))
-            }
-            None => self.alloc_array(n, &shape)?,
-        };
-        self.for_range(n, &mut |t, i| {
+        Ok(Mapping {
+            params,
+            body,
+            tys,
+            sources,
+            len,
+            shape,
+        })
+    }
+
+    /// The loop of a [`Mapping`], writing element `i` at `ptr + i·stride`.
+    fn write_mapping(
+        &mut self,
+        m: &Mapping<'_>,
+        ptr: Value,
+        stride: Value,
+    ) -> Result<(), JitError> {
+        self.for_range(m.len, &mut |t, i| {
             // The element is written into the result (its arrays built
             // there directly where the body ends in a map): the body's
             // temporaries die with the iteration.
             let mark = t.mark();
             let mut xs = Vec::new();
-            for s in &sources {
+            for s in &m.sources {
                 xs.push(t.element(s, i)?);
             }
-            for ((p, v), ty) in params.iter().zip(xs).zip(&tys) {
+            for ((p, v), ty) in m.params.iter().zip(xs).zip(&m.tys) {
                 t.bind(&p.pat, v, ty)?;
             }
             let at = t.element_addr(ptr, i, stride);
-            t.lower_into(body, at, &shape)?;
+            t.lower_into(m.body, at, &m.shape)?;
             t.release(mark);
             Ok(())
-        })?;
+        })
+    }
+
+    /// `concat(a, b)`: each part that is a `map`/`map2` writes its elements
+    /// into the result directly; the others are copied.
+    fn concat(&mut self, args: &[Expr]) -> Result<Values, JitError> {
+        let mut parts = Vec::with_capacity(2);
+        for e in &args[..2] {
+            parts.push(match &e.kind {
+                ExprKind::ArrayOp(op @ (ArrayOp::Map | ArrayOp::Map2), f, xs) => {
+                    let (params, body) = self.lambda(f, op.fn_arity())?;
+                    Part::Mapped(self.mapping(params, body, xs)?)
+                }
+                _ => Part::Array(self.array(e)?),
+            });
+        }
+        let (first, second) = (parts[0].len_shape(), parts[1].len_shape());
+        self.check_same_shape(first.1, second.1, Status::LengthMismatch)?;
+        let shape = first.1.clone();
+        let n = self.b.ins().iadd(first.0, second.0);
+        let (ptr, stride) = self.alloc_array(n, &shape)?;
+        let mut at = ptr;
+        for part in &parts {
+            let len = part.len_shape().0;
+            match part {
+                Part::Mapped(m) => self.write_mapping(m, at, stride)?,
+                Part::Array(a) => {
+                    let bytes = self.b.ins().imul(a.len, stride);
+                    self.copy(at, a.ptr, bytes)?;
+                }
+            }
+            let bytes = self.b.ins().imul(len, stride);
+            at = self.b.ins().iadd(at, bytes);
+        }
         Ok(Values::Array(ArrayVal {
             ptr,
             len: n,
@@ -508,6 +559,26 @@ impl Translator<'_, '_> {
                 }
             }
         }
+        // `shift1L`/`shift1R` of a map whose elements cannot fail: the
+        // consumer computes only the elements it reads (all but the first
+        // or the last), so the one skipped must not hide an error.
+        if let ExprKind::Builtin(bi @ (Builtin::Shift1L | Builtin::Shift1R), args) = &e.kind {
+            if let [inner] = args.as_slice() {
+                if fused_elements_cannot_fail(inner) {
+                    let inner = self.source(inner)?;
+                    let n = inner.len();
+                    let nonempty = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, n, 0);
+                    let dropped = self.b.ins().uextend(types::I64, nonempty);
+                    let len = self.b.ins().isub(n, dropped);
+                    let offset = (*bi == Builtin::Shift1L).then_some(dropped);
+                    return Ok(Source::Shifted {
+                        inner: Box::new(inner),
+                        offset,
+                        len,
+                    });
+                }
+            }
+        }
         let a = self.array(e)?;
         let stride = unchecked_bytes(self.b, &a.elem);
         Ok(Source::Array(a, stride))
@@ -575,6 +646,13 @@ impl Translator<'_, '_> {
                     || crate::annotate::one_line(expr),
                     |t| t.apply(params, body, xs, tys),
                 )
+            }
+            Source::Shifted { inner, offset, .. } => {
+                let i = match offset {
+                    Some(k) => self.b.ins().iadd(i, *k),
+                    None => i,
+                };
+                self.element(inner, i)
             }
         }
     }
@@ -671,26 +749,41 @@ impl Translator<'_, '_> {
                 }
             };
             let x = t.element(&a, i)?;
-            let next = t.apply(params, body, vec![acc, x], tys)?;
-            if next.to_vec().len() != vars.len() {
-                return Err(JitError::Internal("accumulator layout changes".into()));
-            }
-            if let Some(c) = &carried {
-                t.set(c, &next)?;
+            if let Some(c) = carried.as_ref().filter(|c| c.has_buffers()) {
+                // The next accumulator is written into its buffer.
+                for ((p, v), ty) in params.iter().zip([acc, x]).zip(tys) {
+                    t.bind(&p.pat, v, ty)?;
+                }
+                t.set_written(c, &mut |t, at| t.lower_into(body, at, &shape))?;
+                t.release(mark);
+                return Ok(());
             }
             if let Some((ptr, stride, _)) = out {
+                // A scan writes the next state into its slot of the result.
+                for ((p, v), ty) in params.iter().zip([acc, x]).zip(tys) {
+                    t.bind(&p.pat, v, ty)?;
+                }
                 let slot = if op == ArrayOp::Scanl {
                     t.b.ins().iadd_imm_s(i, 1)
                 } else {
                     i
                 };
                 let at = t.element_addr(ptr, slot, stride);
-                t.store(at, &next, &shape)?;
+                t.lower_into(body, at, &shape)?;
                 // The next iteration reads the state from the result.
                 let stored = load(t.b, at, &shape);
                 for (var, v) in vars.iter().zip(stored.to_vec()) {
                     t.b.def_var(*var, v);
                 }
+                t.release(mark);
+                return Ok(());
+            }
+            let next = t.apply(params, body, vec![acc, x], tys)?;
+            if next.to_vec().len() != vars.len() {
+                return Err(JitError::Internal("accumulator layout changes".into()));
+            }
+            if let Some(c) = &carried {
+                t.set(c, &next)?;
             }
             t.release(mark);
             Ok(())
@@ -727,6 +820,31 @@ pub(crate) fn bind_types(
     }
 }
 
+/// A `map`/`map2` whose loop is yet to run (see [`Translator::mapping`]).
+struct Mapping<'e> {
+    params: &'e [Param],
+    body: &'e Expr,
+    tys: Vec<Type>,
+    sources: Vec<Source<'e>>,
+    len: Value,
+    shape: Shape,
+}
+
+/// A part of a `concat`.
+enum Part<'e> {
+    Mapped(Mapping<'e>),
+    Array(ArrayVal),
+}
+
+impl Part<'_> {
+    fn len_shape(&self) -> (Value, &Shape) {
+        match self {
+            Part::Mapped(m) => (m.len, &m.shape),
+            Part::Array(a) => (a.len, &a.elem),
+        }
+    }
+}
+
 /// Where an array operation's elements come from (see
 /// [`Translator::source`]).
 enum Source<'e> {
@@ -741,13 +859,54 @@ enum Source<'e> {
         tys: Vec<Type>,
         len: Value,
     },
+    /// `shift1L`/`shift1R` of a mapped source: element `i` is the inner
+    /// source's element `i + offset` (`offset` is 1 for a non-empty
+    /// `shift1L`, absent for `shift1R`).
+    Shifted {
+        inner: Box<Source<'e>>,
+        offset: Option<Value>,
+        len: Value,
+    },
 }
 
 impl Source<'_> {
     fn len(&self) -> Value {
         match self {
             Source::Array(a, _) => a.len,
-            Source::Mapped { len, .. } => *len,
+            Source::Mapped { len, .. } | Source::Shifted { len, .. } => *len,
         }
+    }
+}
+
+/// Whether `e` is a `map`/`map2` that [`Translator::source`] fuses and whose
+/// elements, computed in the consumer's loop, cannot fail: its body and
+/// those of the maps fused into it only compute with reals (no indexing,
+/// no array operation, no call). Their arrays themselves may be anything:
+/// they are computed, and checked, before the loop.
+fn fused_elements_cannot_fail(e: &Expr) -> bool {
+    let ExprKind::ArrayOp(op @ (ArrayOp::Map | ArrayOp::Map2), f, args) = &e.kind else {
+        return false;
+    };
+    let ExprKind::Lambda(params, body) = &f.kind else {
+        return false;
+    };
+    params.len() == op.fn_arity()
+        && cannot_fail(body)
+        && args.iter().all(|a| {
+            !matches!(a.kind, ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, ..))
+                || fused_elements_cannot_fail(a)
+        })
+}
+
+/// Whether evaluating `e` cannot end in an error: it is built from
+/// constants, variables, primitives, `let`, tuples, projections and `if`.
+fn cannot_fail(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::PrimFn(_) => true,
+        ExprKind::Prim(_, args) | ExprKind::Tuple(args) => args.iter().all(cannot_fail),
+        ExprKind::Let { value, body, .. } => cannot_fail(value) && cannot_fail(body),
+        ExprKind::Proj(x, _) => cannot_fail(x),
+        ExprKind::If(c, a, b) => cannot_fail(c) && cannot_fail(a) && cannot_fail(b),
+        _ => false,
     }
 }

@@ -93,6 +93,11 @@ impl Carried {
     pub(crate) fn vars(&self) -> &[Variable] {
         &self.vars
     }
+
+    /// Whether the value holds arrays, kept in two buffers.
+    pub(crate) fn has_buffers(&self) -> bool {
+        self.buffers.is_some()
+    }
 }
 
 fn has_arrays(s: &Shape) -> bool {
@@ -159,6 +164,34 @@ impl Translator<'_, '_> {
             }
             None => v.clone(),
         };
+        let flat = v.to_vec();
+        if flat.len() != c.vars.len() {
+            return Err(JitError::Internal("a carried value changes layout".into()));
+        }
+        for (var, x) in c.vars.iter().zip(flat) {
+            self.b.def_var(*var, x);
+        }
+        Ok(())
+    }
+
+    /// Makes the value the one `write` stores at the address it is given,
+    /// for a value that holds arrays: straight into the spare buffer (the
+    /// value before the current one, which nothing reads any more), so a
+    /// body ending in a `map` builds the next value in place.
+    pub fn set_written(
+        &mut self,
+        c: &Carried,
+        write: &mut dyn FnMut(&mut Self, Value) -> Result<(), JitError>,
+    ) -> Result<(), JitError> {
+        let Some((next, other)) = c.buffers else {
+            return Err(JitError::Internal("a carried value without arrays".into()));
+        };
+        let at = self.b.use_var(next);
+        write(self, at)?;
+        let spare = self.b.use_var(other);
+        self.b.def_var(next, spare);
+        self.b.def_var(other, at);
+        let v = load(self.b, at, &c.shape);
         let flat = v.to_vec();
         if flat.len() != c.vars.len() {
             return Err(JitError::Internal("a carried value changes layout".into()));
