@@ -13,7 +13,9 @@
 //! fusion, [`Translator::source`]); a map whose body ends in a map writes
 //! the inner elements into its own result row ([`Translator::lower_into`]);
 //! `(scanr …)[0]` and `(scanl …)[-1]` are folds that store no states
-//! ([`Translator::scan_end`]). Arrays stored into a row are checked to have
+//! ([`Translator::scan_end`]). `iota(n)` read by a loop is not stored, and
+//! neither is a `shift1L`/`shift1R` of a fused map whose elements cannot
+//! fail; `concat` writes a map part straight into its result. Arrays stored into a row are checked to have
 //! the row's shape, and every index, length and count is checked before
 //! memory is touched.
 
@@ -537,6 +539,54 @@ impl Translator<'_, '_> {
         }
     }
 
+    /// Lowers `e`, putting its value where `dest` says: through `let`s
+    /// and tuples, each part bound for memory is written there by
+    /// [`Translator::lower_into`] (a `map` ending the term builds it there).
+    pub(crate) fn lower_to(
+        &mut self,
+        e: &Expr,
+        dest: &crate::checkpoint::Dest,
+    ) -> Result<Values, JitError> {
+        use crate::checkpoint::Dest;
+        match (&e.kind, dest) {
+            (_, Dest::Value) => self.lower(e),
+            (_, Dest::At(at, shape)) => {
+                self.lower_into(e, *at, shape)?;
+                Ok(load(self.b, *at, shape))
+            }
+            (
+                ExprKind::Let {
+                    pat,
+                    ty,
+                    value,
+                    body,
+                },
+                _,
+            ) => {
+                let t = match ty {
+                    Some(t) => t.clone(),
+                    None => self.type_of(value)?,
+                };
+                let v = self.labelled(
+                    || crate::annotate::one_line(&format_args!("let {pat} = {value}")),
+                    |t| t.lower(value),
+                )?;
+                self.bind(pat, v, &t)?;
+                self.lower_to(body, dest)
+            }
+            (ExprKind::Tuple(es), Dest::Tuple(ds)) if es.len() == ds.len() => Ok(Values::Tuple(
+                es.iter()
+                    .zip(ds)
+                    .map(|(e, d)| self.lower_to(e, d))
+                    .collect::<Result<_, _>>()?,
+            )),
+            _ => {
+                let v = self.lower(e)?;
+                self.put(&v, dest)
+            }
+        }
+    }
+
     /// The elements an array operation reads: an array, or a `map`/`map2`
     /// written in place as its argument, whose elements are computed in the
     /// consumer's loop instead of being stored (loop fusion). A term written
@@ -558,6 +608,20 @@ impl Translator<'_, '_> {
                     });
                 }
             }
+        }
+        // `iota(n)[i]` is `i`: the range is not stored. It is still limited
+        // to what could be stored (`MAX_WORKSPACE`), so a huge size fails as
+        // it would otherwise, instead of running a loop for hours.
+        if let ExprKind::Builtin(Builtin::Iota, args) = &e.kind {
+            let n = self.count(&args[0])?;
+            let limit = (crate::MAX_WORKSPACE / 8) as i64;
+            let fits = self
+                .b
+                .ins()
+                .icmp_imm_s(IntCC::SignedLessThanOrEqual, n, limit);
+            let bytes = self.b.ins().ishl_imm_s(n, 3);
+            self.check(fits, Status::WorkspaceTooSmall, bytes);
+            return Ok(Source::Iota(n));
         }
         // `shift1L`/`shift1R` of a map whose elements cannot fail: the
         // consumer computes only the elements it reads (all but the first
@@ -647,6 +711,7 @@ impl Translator<'_, '_> {
                     |t| t.apply(params, body, xs, tys),
                 )
             }
+            Source::Iota(_) => Ok(Values::Real(self.b.ins().fcvt_from_sint(types::F64, i))),
             Source::Shifted { inner, offset, .. } => {
                 let i = match offset {
                     Some(k) => self.b.ins().iadd(i, *k),
@@ -754,7 +819,7 @@ impl Translator<'_, '_> {
                 for ((p, v), ty) in params.iter().zip([acc, x]).zip(tys) {
                     t.bind(&p.pat, v, ty)?;
                 }
-                t.set_written(c, &mut |t, at| t.lower_into(body, at, &shape))?;
+                t.set_written(c, &mut |t, dest| t.lower_to(body, dest))?;
                 t.release(mark);
                 return Ok(());
             }
@@ -859,6 +924,8 @@ enum Source<'e> {
         tys: Vec<Type>,
         len: Value,
     },
+    /// `iota(n)`, of length `n`: element `i` is `i`.
+    Iota(Value),
     /// `shift1L`/`shift1R` of a mapped source: element `i` is the inner
     /// source's element `i + offset` (`offset` is 1 for a non-empty
     /// `shift1L`, absent for `shift1R`).
@@ -873,17 +940,22 @@ impl Source<'_> {
     fn len(&self) -> Value {
         match self {
             Source::Array(a, _) => a.len,
+            Source::Iota(n) => *n,
             Source::Mapped { len, .. } | Source::Shifted { len, .. } => *len,
         }
     }
 }
 
-/// Whether `e` is a `map`/`map2` that [`Translator::source`] fuses and whose
-/// elements, computed in the consumer's loop, cannot fail: its body and
+/// Whether `e` is an `iota`, or a `map`/`map2` that [`Translator::source`]
+/// fuses and whose elements, computed in the consumer's loop, cannot fail:
+/// its body and
 /// those of the maps fused into it only compute with reals (no indexing,
 /// no array operation, no call). Their arrays themselves may be anything:
 /// they are computed, and checked, before the loop.
 fn fused_elements_cannot_fail(e: &Expr) -> bool {
+    if matches!(e.kind, ExprKind::Builtin(Builtin::Iota, _)) {
+        return true;
+    }
     let ExprKind::ArrayOp(op @ (ArrayOp::Map | ArrayOp::Map2), f, args) = &e.kind else {
         return false;
     };

@@ -77,15 +77,18 @@ pub(crate) unsafe extern "C" fn schedule_next(buf: *mut i64, words: i64, out: *m
     out.copy_from_slice(&Machine::resume(buf).next().encode());
 }
 
-/// A loop-carried value. Scalars live in Cranelift variables; a value with
-/// arrays is copied at each update into the one of two buffers it does not
-/// occupy, so the step's temporaries can be released.
+/// A loop-carried value. Reals and the views of arrays live in Cranelift
+/// variables; each array of the value (each array component of a tuple,
+/// with its inner arrays) is copied at each update into the one of its two
+/// buffers it does not occupy, so the step's temporaries can be released.
+/// Reals thus stay in registers from one iteration to the next, and an
+/// array the update leaves as it is costs one copy.
 pub(crate) struct Carried {
     template: Values,
     vars: Vec<Variable>,
-    shape: Shape,
-    /// (the buffer the next update writes, the other one).
-    buffers: Option<(Variable, Variable)>,
+    /// For each array of the value, in the order of a walk of `template`:
+    /// its layout, the buffer the next update writes, the other one.
+    buffers: Vec<(Shape, Variable, Variable)>,
 }
 
 impl Carried {
@@ -94,26 +97,37 @@ impl Carried {
         &self.vars
     }
 
-    /// Whether the value holds arrays, kept in two buffers.
+    /// Whether the value holds arrays, kept in buffers.
     pub(crate) fn has_buffers(&self) -> bool {
-        self.buffers.is_some()
+        !self.buffers.is_empty()
     }
 }
 
-fn has_arrays(s: &Shape) -> bool {
-    match s {
-        Shape::Real => false,
-        Shape::Tuple(ss) => ss.iter().any(has_arrays),
-        Shape::Array(..) => true,
+/// Where a value is put as it is computed (see [`Translator::lower_to`]).
+pub(crate) enum Dest {
+    /// Anywhere: SSA values, arrays in the workspace.
+    Value,
+    /// Component by component.
+    Tuple(Vec<Dest>),
+    /// An array stored at the address, with the layout.
+    At(Value, Shape),
+}
+
+/// The layouts of the arrays of `v`, outermost only, in walk order.
+fn array_leaves(v: &Values, out: &mut Vec<Shape>) {
+    match v {
+        Values::Tuple(vs) => vs.iter().for_each(|v| array_leaves(v, out)),
+        Values::Array(a) => out.push(Shape::Array(a.len, Box::new(a.elem.clone()))),
+        Values::Real(_) | Values::Bool(_) => {}
     }
 }
 
 impl Translator<'_, '_> {
     /// A loop-carried value starting at `init`.
     pub fn carried(&mut self, init: &Values) -> Result<Carried, JitError> {
-        let Some(shape) = init.shape() else {
+        if init.shape().is_none() {
             return unsupported("a loop-carried condition");
-        };
+        }
         let vars = init
             .to_vec()
             .into_iter()
@@ -124,7 +138,10 @@ impl Translator<'_, '_> {
                 var
             })
             .collect();
-        let buffers = if has_arrays(&shape) {
+        let mut leaves = Vec::new();
+        array_leaves(init, &mut leaves);
+        let mut buffers = Vec::with_capacity(leaves.len());
+        for shape in leaves {
             let bytes = self.bytes(&shape)?;
             let (first, second) = (self.alloc(bytes), self.alloc(bytes));
             let (a, b) = (
@@ -133,14 +150,11 @@ impl Translator<'_, '_> {
             );
             self.b.def_var(a, first);
             self.b.def_var(b, second);
-            Some((a, b))
-        } else {
-            None
-        };
+            buffers.push((shape, a, b));
+        }
         Ok(Carried {
             template: init.clone(),
             vars,
-            shape,
             buffers,
         })
     }
@@ -153,45 +167,68 @@ impl Translator<'_, '_> {
 
     /// Makes `v` the value, copying its arrays out of the temporaries.
     pub fn set(&mut self, c: &Carried, v: &Values) -> Result<(), JitError> {
-        let v = match c.buffers {
-            Some((next, other)) => {
-                let at = self.b.use_var(next);
-                self.store(at, v, &c.shape)?;
-                let spare = self.b.use_var(other);
-                self.b.def_var(next, spare);
-                self.b.def_var(other, at);
-                load(self.b, at, &c.shape)
-            }
-            None => v.clone(),
-        };
-        let flat = v.to_vec();
-        if flat.len() != c.vars.len() {
-            return Err(JitError::Internal("a carried value changes layout".into()));
-        }
-        for (var, x) in c.vars.iter().zip(flat) {
-            self.b.def_var(*var, x);
-        }
-        Ok(())
+        let dest = self.dest(c);
+        let v = self.put(v, &dest)?;
+        self.take_value(c, &v)
     }
 
-    /// Makes the value the one `write` stores at the address it is given,
-    /// for a value that holds arrays: straight into the spare buffer (the
-    /// value before the current one, which nothing reads any more), so a
-    /// body ending in a `map` builds the next value in place.
+    /// Makes the value the one `write` computes into the destination it is
+    /// given (see [`Translator::lower_to`]): each array straight into its
+    /// spare buffer (the value before the current one, which nothing reads
+    /// any more), so a body ending in a `map` builds the next array in
+    /// place.
     pub fn set_written(
         &mut self,
         c: &Carried,
-        write: &mut dyn FnMut(&mut Self, Value) -> Result<(), JitError>,
+        write: &mut dyn FnMut(&mut Self, &Dest) -> Result<Values, JitError>,
     ) -> Result<(), JitError> {
-        let Some((next, other)) = c.buffers else {
-            return Err(JitError::Internal("a carried value without arrays".into()));
-        };
-        let at = self.b.use_var(next);
-        write(self, at)?;
-        let spare = self.b.use_var(other);
-        self.b.def_var(next, spare);
-        self.b.def_var(other, at);
-        let v = load(self.b, at, &c.shape);
+        let dest = self.dest(c);
+        let v = write(self, &dest)?;
+        self.take_value(c, &v)
+    }
+
+    /// Where the next value goes: its arrays into their spare buffers.
+    fn dest(&mut self, c: &Carried) -> Dest {
+        fn walk(t: &mut Translator<'_, '_>, v: &Values, c: &Carried, k: &mut usize) -> Dest {
+            match v {
+                Values::Tuple(vs) => Dest::Tuple(vs.iter().map(|v| walk(t, v, c, k)).collect()),
+                Values::Array(_) => {
+                    let (shape, next, _) = &c.buffers[*k];
+                    *k += 1;
+                    Dest::At(t.b.use_var(*next), shape.clone())
+                }
+                Values::Real(_) | Values::Bool(_) => Dest::Value,
+            }
+        }
+        walk(self, &c.template, c, &mut 0)
+    }
+
+    /// Puts `v` where `dest` says: its arrays are copied there.
+    pub(crate) fn put(&mut self, v: &Values, dest: &Dest) -> Result<Values, JitError> {
+        match (v, dest) {
+            (_, Dest::Value) => Ok(v.clone()),
+            (Values::Tuple(vs), Dest::Tuple(ds)) if vs.len() == ds.len() => Ok(Values::Tuple(
+                vs.iter()
+                    .zip(ds)
+                    .map(|(v, d)| self.put(v, d))
+                    .collect::<Result<_, _>>()?,
+            )),
+            (_, Dest::At(at, shape)) => {
+                self.store(*at, v, shape)?;
+                Ok(load(self.b, *at, shape))
+            }
+            _ => Err(JitError::Internal("a carried value changes layout".into())),
+        }
+    }
+
+    /// Makes `v`, whose arrays are in the spare buffers, the value; the
+    /// buffers it left become the spare ones.
+    fn take_value(&mut self, c: &Carried, v: &Values) -> Result<(), JitError> {
+        for (_, next, other) in &c.buffers {
+            let (written, spare) = (self.b.use_var(*next), self.b.use_var(*other));
+            self.b.def_var(*next, spare);
+            self.b.def_var(*other, written);
+        }
         let flat = v.to_vec();
         if flat.len() != c.vars.len() {
             return Err(JitError::Internal("a carried value changes layout".into()));

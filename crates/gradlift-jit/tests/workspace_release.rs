@@ -175,3 +175,74 @@ fn the_last_state_of_a_scan_is_a_fold() {
     let (out, _) = run(&f, &[], 1);
     assert_eq!(out[0], 1.0);
 }
+
+#[test]
+fn shifts_of_maps_ranges_and_concat_parts_are_not_stored() {
+    // The map under `shift1R` is computed in the map2's loop, `iota` is
+    // not stored, and the map2 writes its elements into the concat.
+    let f = compile(
+        "def f(A: [R; n]) -> [R; n] = \
+         concat([A[0]], map2 (i, y. i * y) (shift1L iota(len(A))) (shift1R (map (x. x * 2) A)))",
+    );
+    let a = data(100_000);
+    let (out, bytes) = run(&f, &a, a.len());
+    assert_eq!(out[0], a[0]);
+    for k in 1..a.len() {
+        assert_eq!(out[k].to_bits(), (k as f64 * (a[k - 1] * 2.0)).to_bits());
+    }
+    assert!(bytes <= 8 * a.len() + 64, "{bytes} bytes");
+}
+
+#[test]
+fn a_shift_skips_no_element_that_fails() {
+    // `B[3]` fails for x = -1; the first element, which `shift1L` drops,
+    // must still be computed so that the error is the same.
+    let f = compile(
+        "def f(A: [R; n], B: [R; m]) -> R = \
+         reduce (+) 0 (shift1L (map (x. if x < 0 then B[3] else x) A))",
+    );
+    let (args, b) = ([-1.0, 2.0, 3.0], [1.0, 2.0]);
+    let raw = [
+        args.len() as i64,
+        b.len() as i64,
+        args.as_ptr() as i64,
+        b.as_ptr() as i64,
+    ];
+    let mut out = [0.0];
+    let mut workspace = vec![0u64; 1 << 12];
+    let mut info = 0i64;
+    let status = unsafe {
+        f.raw()(
+            raw.as_ptr(),
+            out.as_mut_ptr(),
+            1,
+            workspace.as_mut_ptr() as *mut u8,
+            (workspace.len() * 8) as i64,
+            &mut info,
+        )
+    };
+    assert_eq!(status, Status::IndexOutOfBounds as i64);
+}
+
+#[test]
+fn a_fold_keeps_reals_in_registers_and_builds_arrays_in_their_buffers() {
+    // A tuple of a real and an array: the array is built in place in one
+    // of its two buffers, the real is carried as a value.
+    let f = compile(
+        "def f(A: [R; n]) -> [R; n] = \
+         let (s, acc) = foldl ((s, acc), a. (s + a, map (x. x * 0.5 + s) acc)) (0, A) A in \
+         map (x. x + s) acc",
+    );
+    let a = data(1000);
+    let (out, bytes) = run(&f, &a, a.len());
+    let (mut s, mut acc) = (0.0, a.clone());
+    for x in &a {
+        acc = acc.iter().map(|y| y * 0.5 + s).collect();
+        s += x;
+    }
+    for (o, y) in out.iter().zip(&acc) {
+        assert_eq!(o.to_bits(), (y + s).to_bits());
+    }
+    // Two buffers and the result.
+    assert!(bytes <= 3 * 8 * a.len() + 64, "{bytes} bytes");
+}

@@ -20,6 +20,10 @@
 //! moving one into a branch of `if` not taken, removes that error. This is
 //! accepted, as in every optimizing compiler for a pure language.
 //!
+//! An index range (`iota` of a variable, a constant or the length of a
+//! variable) is substituted at every use outside lambdas instead
+//! (`inline-iota`), since reading it again costs nothing.
+//!
 //! Three linear walks: count the uses of each variable; sweep the `let`
 //! chains from the inside out, dropping dead bindings and uncounting the
 //! uses in what they bound, so bindings that only fed dead ones die too;
@@ -60,6 +64,7 @@ pub(super) fn run(e: Expr, quiet: &FxSet<Name>, stats: &mut Stats) -> (Expr, Rep
     let mut inline = Inline {
         uses: &uses,
         pending: FxMap::default(),
+        copies: FxMap::default(),
         quiet,
         report: Report::default(),
         stats,
@@ -142,10 +147,39 @@ impl Uses {
         self.of.get(n).is_none_or(|u| u.count > 0)
     }
 
+    /// Used, and never inside a lambda that does not enclose the binding.
+    fn used_outside_lambdas(&self, n: &Name) -> bool {
+        self.of
+            .get(n)
+            .is_some_and(|u| u.count > 0 && !u.under_lambda)
+    }
+
     fn used_once_outside_lambdas(&self, n: &Name) -> bool {
         self.of
             .get(n)
             .is_some_and(|u| u.count == 1 && !u.under_lambda)
+    }
+}
+
+/// Whether `e` is `iota(x)`, `iota(len(x))` or `iota(c)` for a variable `x`
+/// or a constant `c`. Such a range is substituted at every use: computing
+/// it again costs nothing where it is read element by element (the native
+/// backend computes `iota(n)[i]` in the reading loop instead of storing
+/// the range), and its free variable means the same at every use, since
+/// binders are unique.
+fn is_range(e: &Expr) -> bool {
+    let ExprKind::Builtin(Builtin::Iota, args) = &e.kind else {
+        return false;
+    };
+    match &args[..] {
+        [a] => match &a.kind {
+            ExprKind::Var(_) | ExprKind::Const(_) => true,
+            ExprKind::Builtin(Builtin::Len, xs) => {
+                matches!(&xs[..], [x] if matches!(x.kind, ExprKind::Var(_)))
+            }
+            _ => false,
+        },
+        _ => false,
     }
 }
 
@@ -198,6 +232,8 @@ struct Inline<'a> {
     uses: &'a Uses,
     /// Values waiting for their single use, with their heights.
     pending: FxMap<Name, (Expr, u32)>,
+    /// Index ranges substituted at every use (see [`is_range`]).
+    copies: FxMap<Name, (Expr, u32)>,
     quiet: &'a FxSet<Name>,
     report: Report,
     stats: &'a mut Stats,
@@ -209,7 +245,10 @@ impl Inline<'_> {
         guard(|| match &e.kind {
             ExprKind::Var(n) => match self.pending.remove(n) {
                 Some(found) => found,
-                None => (e, 1),
+                None => match self.copies.get(n) {
+                    Some(range) => range.clone(),
+                    None => (e, 1),
+                },
             },
             ExprKind::Let { .. } => {
                 let (bindings, body) = split_lets(e);
@@ -218,6 +257,11 @@ impl Inline<'_> {
                 for Binding { pat, value } in bindings {
                     let (value, h) = self.inline(value);
                     if let Pattern::Var(n, _) = &pat {
+                        if is_range(&value) && self.uses.used_outside_lambdas(n) {
+                            self.stats.fire(Rule::InlineIota);
+                            self.copies.insert(n.clone(), (value, h));
+                            continue;
+                        }
                         if h <= MAX_INLINE_HEIGHT && self.uses.used_once_outside_lambdas(n) {
                             if !self.quiet.contains(n) {
                                 self.stats.fire(Rule::InlineOnce);

@@ -187,6 +187,9 @@ rules! {
     /// Inlining of a value used once.
     InlineOnce = "inline-once", "let x = e₁ in C[x] ⇝ C[e₁]",
         "x occurs once, not inside a lambda (which would repeat e₁ per element), and e₁ is shallow";
+    /// Inlining of an index range at each of its uses.
+    InlineIota = "inline-iota", "let x = iota(e) in C[x, x] ⇝ C[iota(e), iota(e)]",
+        "e is a variable, a constant or len of a variable; no use is inside a lambda; the native backend computes iota(e)[i] in the loop that reads it";
     /// Common-subexpression elimination.
     Cse = "cse", "let x = e in … e … ⇝ let x = e in … x …", "the free variables of e mean the same at both places";
 }
