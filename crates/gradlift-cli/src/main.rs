@@ -612,9 +612,9 @@ fn emit(a: EmitArgs) -> Result<(), String> {
             print!("{}", text.map_err(|e| format!("error: {e}"))?);
         }
         Stage::Opt if !a.grad => {
-            let body = gradlift::ad::simplify::simplify(&closed.body, &Default::default())
-                .map_err(|e| format!("error: {e}"))?;
-            print!("{}", def(closed.name.to_string(), closed.ret.clone(), body));
+            // What `Function::compile` lowers.
+            let own = function.optimized().map_err(|e| format!("error: {e}"))?;
+            print!("{}", def(own.name.to_string(), own.ret.clone(), own.body));
         }
         Stage::Target | Stage::Opt => {
             let optimize = matches!(stage, Stage::Opt);

@@ -504,15 +504,7 @@ impl Translator<'_, '_> {
                 },
                 _,
             ) => {
-                let t = match ty {
-                    Some(t) => t.clone(),
-                    None => self.type_of(value)?,
-                };
-                let v = self.labelled(
-                    || crate::annotate::one_line(&format_args!("let {pat} = {value}")),
-                    |t| t.lower(value),
-                )?;
-                self.bind(pat, v, &t)?;
+                self.bind_let(pat, ty.as_ref(), value)?;
                 self.lower_into(body, at, shape)
             }
             (ExprKind::Tuple(es), Shape::Tuple(ss)) if es.len() == ss.len() => {
@@ -563,15 +555,7 @@ impl Translator<'_, '_> {
                 },
                 _,
             ) => {
-                let t = match ty {
-                    Some(t) => t.clone(),
-                    None => self.type_of(value)?,
-                };
-                let v = self.labelled(
-                    || crate::annotate::one_line(&format_args!("let {pat} = {value}")),
-                    |t| t.lower(value),
-                )?;
-                self.bind(pat, v, &t)?;
+                self.bind_let(pat, ty.as_ref(), value)?;
                 self.lower_to(body, dest)
             }
             (ExprKind::Tuple(es), Dest::Tuple(ds)) if es.len() == ds.len() => Ok(Values::Tuple(

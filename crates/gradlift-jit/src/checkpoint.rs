@@ -11,8 +11,8 @@
 //! to the result array at their step.
 //!
 //! Workspace: each step's temporaries are released when the step ends, so
-//! the workspace holds the snapshots, two copies of each carried value and
-//! one step's temporaries — not one state per step.
+//! the workspace holds the snapshots, two copies of each array of a carried
+//! value (its reals live in registers) and one step's temporaries — not one state per step.
 
 use crate::abi::Status;
 use crate::lower::{unsupported, Translator};

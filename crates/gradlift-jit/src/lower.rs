@@ -452,6 +452,25 @@ impl Translator<'_, '_> {
     }
 
     /// Lowers a term to its values.
+    /// `let pat [: ty] = value in …` up to its body: lowers the value
+    /// (labelled with the binding) and binds the pattern.
+    pub(crate) fn bind_let(
+        &mut self,
+        pat: &Pattern,
+        ty: Option<&Type>,
+        value: &Expr,
+    ) -> Result<(), JitError> {
+        let t = match ty {
+            Some(t) => t.clone(),
+            None => self.type_of(value)?,
+        };
+        let v = self.labelled(
+            || one_line(&format_args!("let {pat} = {value}")),
+            |t| guard(|| t.lower_inner(value)),
+        )?;
+        self.bind(pat, v, &t)
+    }
+
     pub fn lower(&mut self, e: &Expr) -> Result<Values, JitError> {
         match e.kind {
             ExprKind::ArrayOp(..) | ExprKind::If(..) if self.labels.is_some() => {
@@ -498,15 +517,7 @@ impl Translator<'_, '_> {
                     body,
                 } = &cur.kind
                 {
-                    let t = match ty {
-                        Some(t) => t.clone(),
-                        None => self.type_of(value)?,
-                    };
-                    let v = self.labelled(
-                        || one_line(&format_args!("let {pat} = {value}")),
-                        |t| guard(|| t.lower_inner(value)),
-                    )?;
-                    self.bind(pat, v, &t)?;
+                    self.bind_let(pat, ty.as_ref(), value)?;
                     cur = body;
                 }
                 self.labelled(|| one_line(cur), |t| t.lower(cur))

@@ -22,7 +22,8 @@
 //!
 //! An index range (`iota` of a variable, a constant or the length of a
 //! variable) is substituted at every use outside lambdas instead
-//! (`inline-iota`), since reading it again costs nothing.
+//! (`inline-iota`, not in the paper), since reading it again costs
+//! nothing: the native backend computes `iota(n)[i]` in the reading loop.
 //!
 //! Three linear walks: count the uses of each variable; sweep the `let`
 //! chains from the inside out, dropping dead bindings and uncounting the
