@@ -410,3 +410,61 @@ fn common_subexpressions_are_bound_once() {
     );
     assert_eq!(out.to_string(), "sin(x) * y + sin(x)");
 }
+
+// ---- Sums moved into branches
+
+/// The reverse of `if` as differentiation builds it: the branch that does
+/// not read `A` returns zeros for its cotangent, which the caller adds to
+/// its running sum `S`.
+const BRANCH_COTANGENTS: &str =
+    "let x = if c < 1 then (map (a. a * y) A, y) else (map (a. zero) A, zero) in \
+     (map2 (+) S x.0, x.1 * 3)";
+
+#[test]
+fn a_sum_moves_into_the_branches_and_meets_the_zeros_there() {
+    let input = term(BRANCH_COTANGENTS);
+    let (out, stats) = simp(&input);
+    assert!(stats.count(Rule::SumIntoBranches) > 0, "fired: {stats}");
+    assert!(stats.count(Rule::Map2AddZeros) > 0, "fired: {stats}");
+    assert_eq!(
+        flat(&out.to_string()),
+        flat(
+            &gradlift_lang::parse_expr(
+                "let x = if c < 1.0 then (map2 (+) S (map (a. a * y) A), y) else (S, 0.0) in \
+                 (x.0, x.1 * 3.0)"
+            )
+            .unwrap()
+            .to_string()
+        ),
+    );
+    let types = typed(&[("c", "R"), ("y", "R"), ("A", "[R; n]"), ("S", "[R; n]")]);
+    for c in [0.0, 2.0] {
+        let vals = values(&[
+            ("c", Value::Real(c)),
+            ("y", Value::Real(1.5)),
+            ("A", Value::reals(&[1.0, -2.0, 0.25])),
+            ("S", Value::reals(&[0.5, 4.0, 1e-3])),
+        ]);
+        assert_same_meaning(&structural(&input), &out, &types, &["n"], &vals);
+    }
+}
+
+#[test]
+fn a_sum_stays_where_it_is_not_on_every_path_or_not_in_scope() {
+    // Added in one branch only: moving it would add on every path.
+    let (_, stats) = simp(&term(
+        "let x = if c < 1 then (map (a. a * y) A, y) else (map (a. zero) A, zero) in \
+         if d < 1 then (map2 (+) S x.0, x.1) else (S, x.1)",
+    ));
+    assert_eq!(stats.count(Rule::SumIntoBranches), 0, "fired: {stats}");
+    // The running sum is bound after the `let`.
+    let (out, stats) = simp(&term(
+        "let x = if c < 1 then (map (a. a * y) A, y) else (map (a. zero) A, zero) in \
+         let T = map (b. b * y) S in (map2 (+) T x.0, T, x.1)",
+    ));
+    assert_eq!(stats.count(Rule::SumIntoBranches), 0, "fired: {stats}");
+    assert!(
+        flat(&out.to_string()).contains(&flat("(map2 (+) T x.0, T, x.1)")),
+        "{out}"
+    );
+}

@@ -542,10 +542,7 @@ impl Translator<'_, '_> {
         use crate::checkpoint::Dest;
         match (&e.kind, dest) {
             (_, Dest::Value) => self.lower(e),
-            (_, Dest::At(at, shape)) => {
-                self.lower_into(e, *at, shape)?;
-                Ok(load(self.b, *at, shape))
-            }
+            (ExprKind::If(c, then, other), _) => self.lower_if_to(c, then, other, dest),
             (
                 ExprKind::Let {
                     pat,
@@ -564,11 +561,57 @@ impl Translator<'_, '_> {
                     .map(|(e, d)| self.lower_to(e, d))
                     .collect::<Result<_, _>>()?,
             )),
+            (ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, ..), Dest::At(at, shape, _)) => {
+                self.lower_into(e, *at, shape)?;
+                Ok(load(self.b, *at, shape))
+            }
             _ => {
                 let v = self.lower(e)?;
                 self.put(&v, dest)
             }
         }
+    }
+
+    /// [`Translator::lower_to`] of `if c then a else b`: each branch puts
+    /// its value where `dest` says, and the views are merged.
+    pub(crate) fn lower_if_to(
+        &mut self,
+        c: &Expr,
+        then: &Expr,
+        other: &Expr,
+        dest: &crate::checkpoint::Dest,
+    ) -> Result<Values, JitError> {
+        let cond = match self.lower(c)? {
+            Values::Bool(v) => v,
+            _ => return Err(JitError::Internal("condition of `if`".into())),
+        };
+        let (then_block, else_block, merge) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().brif(cond, then_block, &[], else_block, &[]);
+        self.b.switch_to_block(then_block);
+        let t = self.region(|t| t.lower_to(then, dest))?;
+        let flat = t.to_vec();
+        for v in &flat {
+            let ty = self.b.func.dfg.value_type(*v);
+            self.b.append_block_param(merge, ty);
+        }
+        let args: Vec<BlockArg> = flat.iter().map(|v| BlockArg::from(*v)).collect();
+        self.b.ins().jump(merge, &args);
+        self.b.switch_to_block(else_block);
+        let f = self.region(|t| t.lower_to(other, dest))?;
+        let args: Vec<BlockArg> = f.to_vec().into_iter().map(BlockArg::from).collect();
+        if args.len() != flat.len() {
+            return Err(JitError::Internal(
+                "branches of `if` differ in layout".into(),
+            ));
+        }
+        self.b.ins().jump(merge, &args);
+        self.b.switch_to_block(merge);
+        let params = self.b.block_params(merge).to_vec();
+        Ok(t.rebuild(&mut params.into_iter()))
     }
 
     /// The elements an array operation reads: an array, or a `map`/`map2`

@@ -19,7 +19,7 @@ use crate::lower::{unsupported, Translator};
 use crate::values::{load, ArrayVal, Shape, Values};
 use crate::JitError;
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, FuncRef, InstBuilder, Value};
+use cranelift_codegen::ir::{types, BlockArg, FuncRef, InstBuilder, Value, ValueDef};
 use cranelift_frontend::Variable;
 use gradlift_lang::schedule::{Machine, Schedule};
 use gradlift_lang::syntax::{Expr, Param, Type};
@@ -81,8 +81,10 @@ pub(crate) unsafe extern "C" fn schedule_next(buf: *mut i64, words: i64, out: *m
 /// variables; each array of the value (each array component of a tuple,
 /// with its inner arrays) is copied at each update into the one of its two
 /// buffers it does not occupy, so the step's temporaries can be released.
-/// Reals thus stay in registers from one iteration to the next, and an
-/// array the update leaves as it is costs one copy.
+/// Reals thus stay in registers from one iteration to the next. An update
+/// that leaves an array as it is (in some branch of an `if`) keeps it
+/// where it is, without a copy: the buffers then swap only when the new
+/// array was written (a comparison of pointers at run time).
 pub(crate) struct Carried {
     template: Values,
     vars: Vec<Variable>,
@@ -109,8 +111,20 @@ pub(crate) enum Dest {
     Value,
     /// Component by component.
     Tuple(Vec<Dest>),
-    /// An array stored at the address, with the layout.
-    At(Value, Shape),
+    /// An array stored at the address, with the layout; or, if it is the
+    /// array whose view (pointer, length) is the third field (the current
+    /// value of a loop's accumulator, which the step does not write), that
+    /// array as it is.
+    At(Value, Shape, Option<(Value, Value)>),
+}
+
+/// The pointers of the arrays of `v`, outermost only, in walk order.
+fn array_views(v: &Values, out: &mut Vec<Value>) {
+    match v {
+        Values::Tuple(vs) => vs.iter().for_each(|v| array_views(v, out)),
+        Values::Array(a) => out.push(a.ptr),
+        Values::Real(_) | Values::Bool(_) => {}
+    }
 }
 
 /// The layouts of the arrays of `v`, outermost only, in walk order.
@@ -187,20 +201,22 @@ impl Translator<'_, '_> {
         self.take_value(c, &v)
     }
 
-    /// Where the next value goes: its arrays into their spare buffers.
+    /// Where the next value goes: its arrays into their spare buffers,
+    /// unless they are the current ones.
     fn dest(&mut self, c: &Carried) -> Dest {
         fn walk(t: &mut Translator<'_, '_>, v: &Values, c: &Carried, k: &mut usize) -> Dest {
             match v {
                 Values::Tuple(vs) => Dest::Tuple(vs.iter().map(|v| walk(t, v, c, k)).collect()),
-                Values::Array(_) => {
+                Values::Array(a) => {
                     let (shape, next, _) = &c.buffers[*k];
                     *k += 1;
-                    Dest::At(t.b.use_var(*next), shape.clone())
+                    Dest::At(t.b.use_var(*next), shape.clone(), Some((a.ptr, a.len)))
                 }
                 Values::Real(_) | Values::Bool(_) => Dest::Value,
             }
         }
-        walk(self, &c.template, c, &mut 0)
+        let current = self.get(c);
+        walk(self, &current, c, &mut 0)
     }
 
     /// Puts `v` where `dest` says: its arrays are copied there.
@@ -213,7 +229,39 @@ impl Translator<'_, '_> {
                     .map(|(v, d)| self.put(v, d))
                     .collect::<Result<_, _>>()?,
             )),
-            (_, Dest::At(at, shape)) => {
+            (Values::Array(a), Dest::At(_, _, Some((ptr, len))))
+                if self.same(a.ptr, *ptr) && self.same(a.len, *len) =>
+            {
+                // The accumulator's array, unchanged: kept where it is.
+                Ok(v.clone())
+            }
+            (Values::Array(a), Dest::At(at, shape, Some((ptr, len))))
+                if matches!(
+                    self.b
+                        .func
+                        .dfg
+                        .value_def(self.b.func.dfg.resolve_aliases(a.ptr)),
+                    ValueDef::Param(..)
+                ) =>
+            {
+                // A view merged from branches (of `if`): the current array
+                // in some of them, perhaps. Checked at run time; copied
+                // only if it is not.
+                let same_ptr = self.b.ins().icmp(IntCC::Equal, a.ptr, *ptr);
+                let same_len = self.b.ins().icmp(IntCC::Equal, a.len, *len);
+                let same = self.b.ins().band(same_ptr, same_len);
+                let (copy, merge) = (self.b.create_block(), self.b.create_block());
+                let kept = self.b.append_block_param(merge, types::I64);
+                self.b
+                    .ins()
+                    .brif(same, merge, &[BlockArg::Value(a.ptr)], copy, &[]);
+                self.b.switch_to_block(copy);
+                self.region(|t| t.store(*at, v, shape))?;
+                self.b.ins().jump(merge, &[BlockArg::Value(*at)]);
+                self.b.switch_to_block(merge);
+                Ok(load(self.b, kept, shape))
+            }
+            (_, Dest::At(at, shape, _)) => {
                 self.store(*at, v, shape)?;
                 Ok(load(self.b, *at, shape))
             }
@@ -224,10 +272,25 @@ impl Translator<'_, '_> {
     /// Makes `v`, whose arrays are in the spare buffers, the value; the
     /// buffers it left become the spare ones.
     fn take_value(&mut self, c: &Carried, v: &Values) -> Result<(), JitError> {
-        for (_, next, other) in &c.buffers {
+        let mut arrays = Vec::with_capacity(c.buffers.len());
+        array_views(v, &mut arrays);
+        if arrays.len() != c.buffers.len() {
+            return Err(JitError::Internal("a carried value changes layout".into()));
+        }
+        for ((_, next, other), ptr) in c.buffers.iter().zip(arrays) {
             let (written, spare) = (self.b.use_var(*next), self.b.use_var(*other));
-            self.b.def_var(*next, spare);
-            self.b.def_var(*other, written);
+            if self.same(ptr, written) {
+                self.b.def_var(*next, spare);
+                self.b.def_var(*other, written);
+            } else {
+                // Written into `next`, or kept where it was: known at run
+                // time only.
+                let was_written = self.b.ins().icmp(IntCC::Equal, ptr, written);
+                let new_next = self.b.ins().select(was_written, spare, written);
+                let new_other = self.b.ins().select(was_written, written, spare);
+                self.b.def_var(*next, new_next);
+                self.b.def_var(*other, new_other);
+            }
         }
         let flat = v.to_vec();
         if flat.len() != c.vars.len() {
@@ -237,6 +300,13 @@ impl Translator<'_, '_> {
             self.b.def_var(*var, x);
         }
         Ok(())
+    }
+
+    /// Whether `a` and `b` are one SSA value (through the aliases the
+    /// variables' SSA construction leaves).
+    fn same(&self, a: Value, b: Value) -> bool {
+        let dfg = &self.b.func.dfg;
+        dfg.resolve_aliases(a) == dfg.resolve_aliases(b)
     }
 
     /// Makes `v` the value without copying it: `v` must not live in the

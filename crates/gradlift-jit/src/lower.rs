@@ -568,36 +568,6 @@ impl Translator<'_, '_> {
     /// `if`: a block per branch, a merge block whose parameters are the
     /// flattened result.
     fn lower_if(&mut self, c: &Expr, then: &Expr, other: &Expr) -> Result<Values, JitError> {
-        let cond = match self.lower(c)? {
-            Values::Bool(v) => v,
-            _ => return Err(JitError::Internal("condition of `if`".into())),
-        };
-        let (then_block, else_block, merge) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
-        self.b.ins().brif(cond, then_block, &[], else_block, &[]);
-        self.b.switch_to_block(then_block);
-        let t = self.region(|t| t.lower(then))?;
-        let flat = t.to_vec();
-        for v in &flat {
-            let ty = self.b.func.dfg.value_type(*v);
-            self.b.append_block_param(merge, ty);
-        }
-        let args: Vec<BlockArg> = flat.iter().map(|v| BlockArg::from(*v)).collect();
-        self.b.ins().jump(merge, &args);
-        self.b.switch_to_block(else_block);
-        let f = self.region(|t| t.lower(other))?;
-        let args: Vec<BlockArg> = f.to_vec().into_iter().map(BlockArg::from).collect();
-        if args.len() != flat.len() {
-            return Err(JitError::Internal(
-                "branches of `if` differ in layout".into(),
-            ));
-        }
-        self.b.ins().jump(merge, &args);
-        self.b.switch_to_block(merge);
-        let params = self.b.block_params(merge).to_vec();
-        Ok(t.rebuild(&mut params.into_iter()))
+        self.lower_if_to(c, then, other, &crate::checkpoint::Dest::Value)
     }
 }

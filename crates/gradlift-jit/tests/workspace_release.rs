@@ -246,3 +246,74 @@ fn a_fold_keeps_reals_in_registers_and_builds_arrays_in_their_buffers() {
     // Two buffers and the result.
     assert!(bytes <= 3 * 8 * a.len() + 64, "{bytes} bytes");
 }
+
+/// `acc` after each step of `step`, from `init`, over `a` (the reference
+/// for the folds below).
+fn fold_ref(a: &[f64], init: Vec<f64>, step: impl Fn(f64, &[f64]) -> Option<Vec<f64>>) -> Vec<f64> {
+    let mut acc = init;
+    for &x in a {
+        if let Some(next) = step(x, &acc) {
+            acc = next;
+        }
+    }
+    acc
+}
+
+#[test]
+fn a_fold_keeps_an_array_its_step_leaves_as_it_is() {
+    // Most steps leave the accumulator as it is (no copy), some build a
+    // new one in a buffer, some take the input (a copy); the accumulator
+    // starts as the input, which no step may write. Each new element
+    // reads the whole accumulator, so writing it in place would show.
+    let f = compile(
+        "def f(A: [R; n]) -> [R; n] = \
+         foldl (acc, a. if a > 0.9 then map (x. x * 0.5 + reduce (+) 0 acc * 0.001) acc \
+                        else if a < 0.6 then A else acc) A A",
+    );
+    let a = data(300);
+    let (out, bytes) = run(&f, &a, a.len());
+    assert_eq!(a, data(300), "the input was written");
+    let want = fold_ref(&a, a.clone(), |x, acc| {
+        if x > 0.9 {
+            let sum = acc.iter().fold(0.0, |s, y| s + y);
+            Some(acc.iter().map(|y| y * 0.5 + sum * 0.001).collect())
+        } else if x < 0.6 {
+            Some(a.clone())
+        } else {
+            None
+        }
+    });
+    for (o, y) in out.iter().zip(&want) {
+        assert_eq!(o.to_bits(), y.to_bits());
+    }
+    assert!(bytes <= 3 * 8 * a.len() + 64, "{bytes} bytes");
+}
+
+#[test]
+fn a_fold_keeps_an_array_chosen_by_a_bound_branch() {
+    // The branch is bound by `let` and its components projected: whether
+    // the array is the accumulator's is checked at run time.
+    let f = compile(
+        "def f(A: [R; n]) -> [R; n] = \
+         let (s, acc) = foldl ((s, acc), a. \
+             let r = if a > 1 then (s + a, map (x. x * 0.5 + reduce (+) 0 acc * 0.001) acc) \
+                     else (s, acc) in \
+             (r.0, r.1)) (0, A) A in \
+         map (x. x + s) acc",
+    );
+    let a = data(300);
+    let (out, bytes) = run(&f, &a, a.len());
+    assert_eq!(a, data(300), "the input was written");
+    let (mut s, mut acc) = (0.0, a.clone());
+    for &x in &a {
+        if x > 1.0 {
+            let sum = acc.iter().fold(0.0, |s, y| s + y);
+            acc = acc.iter().map(|y| y * 0.5 + sum * 0.001).collect();
+            s += x;
+        }
+    }
+    for (o, y) in out.iter().zip(&acc) {
+        assert_eq!(o.to_bits(), (y + s).to_bits());
+    }
+    assert!(bytes <= 3 * 8 * a.len() + 64, "{bytes} bytes");
+}

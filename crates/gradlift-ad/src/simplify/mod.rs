@@ -199,17 +199,20 @@ fn round(
     };
     let (term, report) = dce::run(term, &temps, stats);
     // Dead components leave dead computations behind: DCE once more.
+    // Sums moved into branches may meet zeros there: a round more.
     let (term, mut report) = match prune::run(term, stats) {
-        (term, true) => {
+        (term, pruned) if pruned.changed => {
             let (term, again) = dce::run(term, &Default::default(), stats);
             (
                 term,
                 dce::Report {
-                    exposed_arrays: report.exposed_arrays || again.exposed_arrays,
+                    exposed_arrays: report.exposed_arrays
+                        || again.exposed_arrays
+                        || pruned.moved_sums,
                 },
             )
         }
-        (term, false) => (term, report),
+        (term, _) => (term, report),
     };
     if splitting {
         let (term, split) = split::run(term, stats);

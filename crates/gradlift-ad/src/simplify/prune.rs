@@ -12,6 +12,19 @@
 //! computations that fed only those components become dead `let`s, which
 //! the next DCE removes.
 //!
+//! The same walk moves a sum of cotangents into the branches of a
+//! tuple-valued `if` (rule `sum-into-branches`): for `let x = e in b`
+//! where `b` reads `x.i` once, as `map2 (+) S x.i` on every path (not in
+//! a lambda or a branch), with `S` a variable bound outside, component `i`
+//! of every tail of `e` becomes `map2 (+) S tᵢ` and the use becomes `x.i`.
+//! Every path runs the same additions in the same order. The reverse of
+//! an `if` returns, from the branch that did not read an array, a zero
+//! array that the caller then adds to its running sum; moved into that
+//! branch, the sum of zeros is the running sum itself (rule
+//! `map2-add-zeros`, in the next round), so a loop whose step reads an
+//! array only in some branches no longer builds and adds an array of
+//! zeros at every step.
+//!
 //! Input and output: every binder has a name of its own (as after partial
 //! evaluation); no binder is added.
 
@@ -19,14 +32,26 @@ use super::rules::{Rule, Stats};
 use super::term::into_kind;
 use gradlift_lang::deep::guard;
 use gradlift_lang::syntax::*;
+use gradlift_lang::Prim;
 use std::sync::Arc;
 
-/// Removes the dead components of tuple-valued bindings in `e`; whether
-/// it removed any.
-pub(super) fn run(mut e: Expr, stats: &mut Stats) -> (Expr, bool) {
+/// What a run of [`run`] changed.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Pruned {
+    /// Some component was removed or rewritten.
+    pub changed: bool,
+    /// A sum moved into branches (`sum-into-branches`): the array rules
+    /// of partial evaluation may now apply there.
+    pub moved_sums: bool,
+}
+
+/// Removes the dead components of tuple-valued bindings in `e` and moves
+/// sums into branches.
+pub(super) fn run(mut e: Expr, stats: &mut Stats) -> (Expr, Pruned) {
     let mut p = Prune {
         stats,
         changed: false,
+        moved_sums: false,
     };
     // Pruning inside a body can leave fewer projections of an outer
     // binding: a few passes reach the fixed point on gradients.
@@ -40,7 +65,11 @@ pub(super) fn run(mut e: Expr, stats: &mut Stats) -> (Expr, bool) {
             break;
         }
     }
-    (e, p.changed)
+    let pruned = Pruned {
+        changed: p.changed,
+        moved_sums: p.moved_sums,
+    };
+    (e, pruned)
 }
 
 /// The most passes over a term.
@@ -49,6 +78,7 @@ const MAX_PASSES: usize = 4;
 struct Prune<'a> {
     stats: &'a mut Stats,
     changed: bool,
+    moved_sums: bool,
 }
 
 /// The number of components of every tail of `e`, when every tail is a
@@ -198,6 +228,10 @@ impl Prune<'_> {
             } = &mut e.kind
             {
                 self.binding(pat, value, body);
+                if let Pattern::Var(x, _) = &*pat {
+                    let x = x.clone();
+                    self.sums(&x, value, body);
+                }
             }
             for c in children_mut(e) {
                 self.expr(c);
@@ -249,4 +283,182 @@ impl Prune<'_> {
             _ => unreachable!("matched above"),
         }
     }
+
+    /// Moves each `map2 (+) S x.i` of `body` into the tails of `value`
+    /// (rule `sum-into-branches`, see the module documentation).
+    fn sums(&mut self, x: &Name, value: &mut Expr, body: &mut Expr) {
+        let Some(k) = tail_arity(value).filter(|k| *k >= 2) else {
+            return;
+        };
+        if !has_branches(value) {
+            return;
+        }
+        let mut used = vec![false; k];
+        if !projected(body, x, &mut used) {
+            return;
+        }
+        for (i, used) in used.into_iter().enumerate() {
+            if !used || count_proj(body, x, i) != 1 {
+                continue;
+            }
+            let Some((sum, x_first)) = take_sum(body, x, i) else {
+                continue;
+            };
+            if binds(body, &sum) {
+                // Bound after the `let`: not in scope in its value. Put
+                // the use back as it was.
+                restore_sum(body, x, i, &sum, x_first);
+                continue;
+            }
+            self.stats.fire(Rule::SumIntoBranches);
+            self.changed = true;
+            self.moved_sums = true;
+            let v = std::mem::replace(value, Expr::synth(ExprKind::Const(0.0)));
+            *value = map_component(v, i, &mut |t| add(&sum, t, x_first));
+        }
+    }
+}
+
+/// Whether some tail of `e` is reached through an `if`.
+fn has_branches(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Let { body, .. } => has_branches(body),
+        ExprKind::If(..) => true,
+        _ => false,
+    }
+}
+
+/// How many times `e` projects component `i` of `x`.
+fn count_proj(e: &Expr, x: &Name, i: usize) -> usize {
+    guard(|| match &e.kind {
+        ExprKind::Proj(inner, j) if matches!(&inner.kind, ExprKind::Var(n) if n == x) => {
+            usize::from(*j == i)
+        }
+        _ => e.children().into_iter().map(|c| count_proj(c, x, i)).sum(),
+    })
+}
+
+/// Whether `e` binds `n` (in a `let` or as a lambda parameter).
+fn binds(e: &Expr, n: &Name) -> bool {
+    guard(|| {
+        let here = match &e.kind {
+            ExprKind::Let { pat, .. } => pattern_binds(pat, n),
+            ExprKind::Lambda(params, _) => params.iter().any(|p| pattern_binds(&p.pat, n)),
+            _ => false,
+        };
+        here || e.children().into_iter().any(|c| binds(c, n))
+    })
+}
+
+fn pattern_binds(p: &Pattern, n: &Name) -> bool {
+    let mut names = Vec::new();
+    p.names(&mut names);
+    names.iter().any(|m| m == n)
+}
+
+/// `x.i`.
+fn proj(x: &Name, i: usize) -> Expr {
+    Expr::synth(ExprKind::Proj(
+        Box::new(Expr::synth(ExprKind::Var(x.clone()))),
+        i,
+    ))
+}
+
+/// `map2 (+) S t`, or `map2 (+) t S` when `t_first`.
+fn add(sum: &Name, t: Expr, t_first: bool) -> Expr {
+    let s = Expr::synth(ExprKind::Var(sum.clone()));
+    let args = if t_first { vec![t, s] } else { vec![s, t] };
+    Expr::synth(ExprKind::ArrayOp(
+        ArrayOp::Map2,
+        Box::new(Expr::synth(ExprKind::PrimFn(Prim::Add))),
+        args,
+    ))
+}
+
+/// Whether `e` is `x.i`.
+fn is_proj(e: &Expr, x: &Name, i: usize) -> bool {
+    matches!(&e.kind, ExprKind::Proj(inner, j)
+        if *j == i && matches!(&inner.kind, ExprKind::Var(n) if n == x))
+}
+
+/// Finds `map2 (+) S x.i` or `map2 (+) x.i S` (`S` a variable other than
+/// `x`) where `e` evaluates it on every path — not in a lambda or a
+/// branch of `if` — and replaces it by `x.i`: `S` and whether `x.i` came
+/// first.
+fn take_sum(e: &mut Expr, x: &Name, i: usize) -> Option<(Name, bool)> {
+    guard(|| {
+        if let ExprKind::ArrayOp(ArrayOp::Map2, f, args) = &e.kind {
+            if matches!(f.kind, ExprKind::PrimFn(Prim::Add)) && args.len() == 2 {
+                let var = |a: &Expr| match &a.kind {
+                    ExprKind::Var(n) if n != x => Some(n.clone()),
+                    _ => None,
+                };
+                let found = if is_proj(&args[1], x, i) {
+                    var(&args[0]).map(|s| (s, false))
+                } else if is_proj(&args[0], x, i) {
+                    var(&args[1]).map(|s| (s, true))
+                } else {
+                    None
+                };
+                if let Some(found) = found {
+                    *e = proj(x, i);
+                    return Some(found);
+                }
+            }
+        }
+        let children: Vec<&mut Expr> = match &mut e.kind {
+            ExprKind::Lambda(..) => Vec::new(),
+            ExprKind::If(c, _, _) => vec![&mut **c],
+            ExprKind::ArrayOp(_, _, xs) => xs.iter_mut().collect(),
+            _ => children_mut(e),
+        };
+        children.into_iter().find_map(|c| take_sum(c, x, i))
+    })
+}
+
+/// Undoes [`take_sum`]: the one `x.i` of `e` becomes the sum again.
+fn restore_sum(e: &mut Expr, x: &Name, i: usize, sum: &Name, x_first: bool) {
+    guard(|| {
+        if is_proj(e, x, i) {
+            *e = add(sum, proj(x, i), x_first);
+            return;
+        }
+        for c in children_mut(e) {
+            restore_sum(c, x, i, sum, x_first);
+        }
+    })
+}
+
+/// `e` with component `i` of every tail rewritten by `f`.
+fn map_component(e: Expr, i: usize, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
+    guard(|| {
+        let span = e.span;
+        match into_kind(e) {
+            ExprKind::Tuple(mut es) => {
+                let t = std::mem::replace(&mut es[i], Expr::synth(ExprKind::Const(0.0)));
+                es[i] = f(t);
+                Expr::new(ExprKind::Tuple(es), span)
+            }
+            ExprKind::Let {
+                pat,
+                ty,
+                value,
+                body,
+            } => Expr::new(
+                ExprKind::Let {
+                    pat,
+                    ty,
+                    value,
+                    body: Box::new(map_component(*body, i, f)),
+                },
+                span,
+            ),
+            ExprKind::If(c, t, e) => {
+                let t = map_component(*t, i, f);
+                let e = map_component(*e, i, f);
+                Expr::new(ExprKind::If(c, Box::new(t), Box::new(e)), span)
+            }
+            _ => unreachable!("tail_arity checked every tail"),
+        }
+    })
 }

@@ -184,6 +184,10 @@ rules! {
     DeadComponent = "dead-component",
         "let x = (if c then (a₀, a₁) else (b₀, b₁)) in C[x.0] ⇝ let x = (if c then a₀ else b₀) in C[x]",
         "x is only projected, never used whole; every tail of the bound value is a tuple";
+    /// A sum of cotangents moved into the branches that build its operand.
+    SumIntoBranches = "sum-into-branches",
+        "let x = (if c then (…aᵢ…) else (…bᵢ…)) in C[map2 (+) S x.i] ⇝ let x = (if c then (…map2 (+) S aᵢ…) else (…map2 (+) S bᵢ…)) in C[x.i]",
+        "x.i occurs once in C, on every path (not in a lambda or a branch of `if`); S is a variable bound outside the `let`; every tail of the bound value is a tuple (through `let`s and `if`s); every path runs the same additions";
     /// Inlining of a value used once.
     InlineOnce = "inline-once", "let x = e₁ in C[x] ⇝ C[e₁]",
         "x occurs once, not inside a lambda (which would repeat e₁ per element), and e₁ is shallow";
