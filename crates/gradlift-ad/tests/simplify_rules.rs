@@ -468,3 +468,43 @@ fn a_sum_stays_where_it_is_not_on_every_path_or_not_in_scope() {
         "{out}"
     );
 }
+
+// ---- Derived components
+
+#[test]
+fn a_component_computed_from_another_is_not_stored() {
+    // The partials of exp(v - a) with respect to a and v, read by a fold
+    // and a map: the array keeps exp(v - a) alone.
+    let input = "let P = map (v. let e = exp(v - a) in (-1 * e, e)) X in \
+                 (foldl (s, g. s + g.0 * w) 0 P, map (h. h.1 * w) P)";
+    rewrites(
+        input,
+        "let P = map (v. exp(v - a)) X in \
+         (foldl (s, g. s + -1.0 * g * w) 0.0 P, map (h. h * w) P)",
+        Rule::DerivedComponent,
+    );
+    let types = typed(&[("a", "R"), ("w", "R"), ("X", "[R; n]")]);
+    let vals = values(&[
+        ("a", Value::Real(0.75)),
+        ("w", Value::Real(-1.5)),
+        ("X", Value::reals(&[1.0, -2.0, 0.25, 3.5])),
+    ]);
+    let before = term(input);
+    let (after, _) = simp(&before);
+    assert_same_meaning(&before, &after, &types, &["n"], &vals);
+}
+
+#[test]
+fn a_component_of_the_map_body_alone_is_stored() {
+    // `e * b` reads `b`, bound inside the map: computed where it is read,
+    // it would not be in scope. Three operations: too many to repeat.
+    for input in [
+        "let P = map (v. let b = sin(v) in let e = exp(v) in (e * b, e)) X in \
+         (foldl (s, g. s + g.0) 0 P, map (h. h.1) P)",
+        "let P = map (v. let e = exp(v) in (e * a + e * a * a, e)) X in \
+         (foldl (s, g. s + g.0) 0 P, map (h. h.1) P)",
+    ] {
+        let (_, stats) = simp(&term(input));
+        assert_eq!(stats.count(Rule::DerivedComponent), 0, "fired: {stats}");
+    }
+}

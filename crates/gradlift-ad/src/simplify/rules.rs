@@ -177,6 +177,12 @@ rules! {
         "let P = map (x. (e₀..eₙ)) A in C[foldl (a, p. …p.i…) z P, op (q. …q.j…) P] ⇝ let P = map (x. eⱼ) A in C[foldl (a, p. …p…) z (map (x. eᵢ) A), op (q. …q…) P]",
         "every use of P is an array argument whose function only projects it; eᵢ is built by an array operation";
 
+    /// A component of an array of tuples computed from the others where
+    /// it is read, instead of being stored.
+    DerivedComponent = "derived-component",
+        "let P = map (x. (e₀..eₙ)) A in C[op (q. …q.i…) P] ⇝ let P = map (x. (e₀..eₙ without eᵢ)) A in C[op (q. …eᵢ[q.j/eⱼ]…) P]",
+        "eᵢ is at most two primitives over constants, variables bound outside the map and at least one component eⱼ that is a variable; every use of P is the array argument of an array operation whose function only projects it; each consumer reading q.i computes eᵢ once more per element";
+
     // ---- Clean-up
     /// Dead-code elimination.
     DeadLet = "dead-let", "let x = e₁ in e₂ ⇝ e₂", "x ∉ FV(e₂)";

@@ -24,6 +24,17 @@
 //! reads its element only by projections, at least one of them is a
 //! reduction reading an array-built component, and there are two uses or
 //! more.
+//!
+//! Before that, a component of such a `P` that is a small function of the
+//! others is not stored (rule `derived-component`): when the body's tuple
+//! is `(-1.0 * x, x)` (the partial derivatives of `exp(v − a)` with
+//! respect to `a` and `v`), `P` keeps `x` alone and each consumer reading
+//! `.0` computes `-1.0 * x` itself — the same operation on the same
+//! operand, so the same bits — which halves what `P` writes and each
+//! consumer reads. A component is derived when it is built by at most
+//! [`MAX_DERIVED_OPS`] primitive operations from constants, variables
+//! bound outside the map, and at least one other component that is a
+//! variable.
 
 use super::prune::{children_mut, keep_components, numbering, projected, renumber, tail_arity};
 use super::rules::{Rule, Stats};
@@ -47,6 +58,10 @@ fn walk(e: &mut Expr, stats: &mut Stats, changed: &mut bool) {
             body,
         } = &mut e.kind
         {
+            while narrow(p, value, body) {
+                stats.fire(Rule::DerivedComponent);
+                *changed = true;
+            }
             if split(p, value, body) {
                 stats.fire(Rule::MapSplit);
                 *changed = true;
@@ -204,6 +219,169 @@ fn split(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
         **value = restricted(&rest);
     }
     true
+}
+
+/// The most primitive operations in a derived component.
+pub const MAX_DERIVED_OPS: u32 = 2;
+
+/// Removes one derived component of `P`'s elements (see the module
+/// documentation); whether it did.
+fn narrow(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
+    let ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, f, _) = &value.kind else {
+        return false;
+    };
+    let ExprKind::Lambda(params, map_body) = &f.kind else {
+        return false;
+    };
+    let Some(arity) = tail_arity(map_body).filter(|k| *k >= 2) else {
+        return false;
+    };
+    // One tail: the tuple at the end of the body's `let`s.
+    let mut tail = &**map_body;
+    while let ExprKind::Let { body, .. } = &tail.kind {
+        tail = body;
+    }
+    let ExprKind::Tuple(es) = &tail.kind else {
+        return false;
+    };
+    let mut found = Vec::new();
+    if !consumers(body, p, arity, &mut found) || found.is_empty() {
+        return false;
+    }
+    let mut inner = Vec::new();
+    for q in params {
+        q.pat.names(&mut inner);
+    }
+    binders(map_body, &mut inner);
+    // Only components computed from others: constants and outer variables
+    // are read where they are by `tuple-arg`, and an array left holding
+    // only a constant would become a `Fill`, whose structural zeros the
+    // array rules drop where the stored numbers were opaque.
+    let Some((i, derived)) = (0..arity).find_map(|i| {
+        let mut ops = 0;
+        let d = derived_from(&es[i], i, es, &inner, &mut ops)?;
+        reads_elem(&d).then_some((i, d))
+    }) else {
+        return false;
+    };
+    // Each consumer computes component `i` from the others.
+    let keep: Vec<bool> = (0..arity).map(|j| j != i).collect();
+    let (map, single) = numbering(&keep);
+    rewrite(body, p, &mut |op, g, k| {
+        let j = param_of(op, k).expect("checked");
+        let ExprKind::Lambda(ps, b) = &mut g.kind else {
+            unreachable!("checked")
+        };
+        let Pattern::Var(q, _) = &ps[j].pat else {
+            unreachable!("checked")
+        };
+        let q = q.clone();
+        let b = Arc::make_mut(b);
+        substitute_proj(b, &q, i, &derived);
+        renumber(b, &q, &map, single);
+        None
+    });
+    let ExprKind::ArrayOp(_, f, _) = &mut value.kind else {
+        unreachable!("matched above")
+    };
+    let ExprKind::Lambda(_, map_body) = &mut f.kind else {
+        unreachable!("matched above")
+    };
+    let b = Arc::make_mut(map_body);
+    let old = std::mem::replace(b, Expr::synth(ExprKind::Const(0.0)));
+    *b = keep_components(old, &keep);
+    true
+}
+
+/// The names bound by `let`s and lambdas in `e`.
+fn binders(e: &Expr, out: &mut Vec<Name>) {
+    guard(|| {
+        match &e.kind {
+            ExprKind::Let { pat, .. } => pat.names(out),
+            ExprKind::Lambda(params, _) => params.iter().for_each(|q| q.pat.names(out)),
+            _ => {}
+        }
+        for c in e.children() {
+            binders(c, out);
+        }
+    })
+}
+
+/// Component `i` (`e`) as a term over `ELEM.j` (written with the
+/// placeholder variable [`ELEM`]) when it is derived: built by at most
+/// [`MAX_DERIVED_OPS`] primitives from constants, variables not in
+/// `inner`, and variables that are another component `j` of `es`.
+fn derived_from(e: &Expr, i: usize, es: &[Expr], inner: &[Name], ops: &mut u32) -> Option<Expr> {
+    match &e.kind {
+        // Not structural where it is read: a stored zero was an ordinary
+        // number to its consumers, and `0ₛ * inf ⇝ 0` must not start to
+        // apply there.
+        ExprKind::Const(c) => Some(Expr::synth(ExprKind::Const(*c))),
+        ExprKind::Var(n) => {
+            let other = es
+                .iter()
+                .enumerate()
+                .position(|(j, c)| j != i && matches!(&c.kind, ExprKind::Var(m) if m == n));
+            match other {
+                Some(j) => Some(Expr::synth(ExprKind::Proj(
+                    Box::new(Expr::synth(ExprKind::Var(Name::from(ELEM)))),
+                    j,
+                ))),
+                None if !inner.contains(n) => Some(e.clone()),
+                None => None,
+            }
+        }
+        ExprKind::Prim(p, args) if *ops < MAX_DERIVED_OPS => {
+            *ops += 1;
+            let args = args
+                .iter()
+                .map(|a| derived_from(a, i, es, inner, ops))
+                .collect::<Option<Vec<_>>>()?;
+            Some(Expr::synth(ExprKind::Prim(*p, args)))
+        }
+        _ => None,
+    }
+}
+
+/// Whether `e` reads the placeholder [`ELEM`].
+fn reads_elem(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Var(n) => &**n == ELEM,
+        _ => e.children().into_iter().any(reads_elem),
+    }
+}
+
+/// The placeholder for a consumer's element in a derived component; no
+/// program can bind it (not an identifier).
+const ELEM: &str = "·elem";
+
+/// Replaces each `q.i` in `e` by `derived` with the placeholder read as `q`.
+fn substitute_proj(e: &mut Expr, q: &Name, i: usize, derived: &Expr) {
+    guard(|| {
+        if let ExprKind::Proj(inner, j) = &e.kind {
+            if *j == i && matches!(&inner.kind, ExprKind::Var(n) if n == q) {
+                let mut d = derived.clone();
+                rename_elem(&mut d, q);
+                *e = d;
+                return;
+            }
+        }
+        for c in children_mut(e) {
+            substitute_proj(c, q, i, derived);
+        }
+    })
+}
+
+fn rename_elem(e: &mut Expr, q: &Name) {
+    if let ExprKind::Var(n) = &mut e.kind {
+        if &**n == ELEM {
+            *n = q.clone();
+        }
+        return;
+    }
+    for c in children_mut(e) {
+        rename_elem(c, q);
+    }
 }
 
 /// Rewrites each consumer of `p` in `e`: `f(op, function, k)` renumbers
