@@ -508,3 +508,55 @@ fn a_component_of_the_map_body_alone_is_stored() {
         assert_eq!(stats.count(Rule::DerivedComponent), 0, "fired: {stats}");
     }
 }
+
+// ---- Folds reading maps
+
+#[test]
+fn a_fold_reads_the_elements_a_map_stores_instead_of_computing_them() {
+    let input = "let t = foldl (acc, v. acc + exp(v - a)) 0 X in \
+                 let u = 1 / t in \
+                 let P = map (w. exp(w - a)) X in \
+                 (t, map (p. p * u) P, map (q. q + a) P)";
+    rewrites(
+        input,
+        "let P = map (w. exp(w - a)) X in \
+         let t = foldl (+) 0.0 P in \
+         let u = 1.0 / t in \
+         (t, map (p. p * u) P, map (q. q + a) P)",
+        Rule::FoldReadsMap,
+    );
+    let types = typed(&[("a", "R"), ("X", "[R; n]")]);
+    let vals = values(&[
+        ("a", Value::Real(0.75)),
+        ("X", Value::reals(&[1.0, -2.0, 0.25, 800.0])),
+    ]);
+    let before = term(input);
+    let (after, _) = simp(&before);
+    assert_same_meaning(&before, &after, &types, &["n"], &vals);
+}
+
+#[test]
+fn a_fold_keeps_computing_what_it_cannot_read() {
+    for input in [
+        // The map reads `u`, bound after the fold from its result.
+        "let t = foldl (acc, v. acc + exp(v - a)) 0 X in \
+         let u = 1 / t in \
+         let P = map (w. exp(w - u)) X in (t, P, map (q. q + 1) P)",
+        // The fold reads its element outside `exp` too.
+        "let t = foldl (acc, v. acc + exp(v - a) * v) 0 X in \
+         let P = map (w. exp(w - a)) X in (t, t * 2, P, map (q. q + 1) P)",
+        // Nothing to save: no transcendental function.
+        "let t = foldl (acc, v. acc + (v - a) * 2) 0 X in \
+         let P = map (w. (w - a) * 2) X in (t, t * 2, P, map (q. q + 1) P)",
+        // The map's elements can fail (an index out of bounds).
+        "let t = foldl (acc, v. acc + exp(v - Y[3])) 0 X in \
+         let P = map (w. exp(w - Y[3])) X in (t, t * 2, P, map (q. q + 1) P)",
+    ] {
+        let (_, stats) = simp(&term(input));
+        assert_eq!(
+            stats.count(Rule::FoldReadsMap),
+            0,
+            "{input}\nfired: {stats}"
+        );
+    }
+}

@@ -50,6 +50,7 @@ mod fill;
 mod names;
 mod pe;
 mod prune;
+mod reuse;
 mod rewrite;
 mod rules;
 mod split;
@@ -214,6 +215,8 @@ fn round(
         }
         (term, _) => (term, report),
     };
+    let (term, reused) = reuse::run(term, stats);
+    report.exposed_arrays |= reused;
     if splitting {
         let (term, split) = split::run(term, stats);
         // The copies need the next round (fresh names, fusion).

@@ -183,6 +183,11 @@ rules! {
         "let P = map (x. (e₀..eₙ)) A in C[op (q. …q.i…) P] ⇝ let P = map (x. (e₀..eₙ without eᵢ)) A in C[op (q. …eᵢ[q.j/eⱼ]…) P]",
         "eᵢ is at most two primitives over constants, variables bound outside the map and at least one component eⱼ that is a variable; every use of P is the array argument of an array operation whose function only projects it; each consumer reading q.i computes eᵢ once more per element";
 
+    /// A fold that recomputes a map's elements reads them instead.
+    FoldReadsMap = "fold-reads-map",
+        "let t = foldl (acc, v. F[E]) z X in … let P = map (v'. E[v'/v]) X in … ⇝ let P = map (v'. E[v'/v]) X in let t = foldl (acc, v. F[v]) z P in …",
+        "E calls a transcendental function and cannot fail; v occurs in F only inside E; E mentions nothing bound between the two bindings";
+
     // ---- Clean-up
     /// Dead-code elimination.
     DeadLet = "dead-let", "let x = e₁ in e₂ ⇝ e₂", "x ∉ FV(e₂)";
