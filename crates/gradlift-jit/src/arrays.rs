@@ -670,6 +670,26 @@ impl Translator<'_, '_> {
                 }
             }
         }
+        // `concat(A, B)` of reals: element `i` is `A[i]` below `len A`,
+        // else `B[i - len A]`; each part is a source itself, so a map in it
+        // is computed in the consumer's loop too. Both parts are built
+        // before the loop, as they would be to store them; every element is
+        // still computed once, in order.
+        if let ExprKind::Builtin(Builtin::Concat, args) = &e.kind {
+            if let ([first, second], Type::Array(elem, _)) = (args.as_slice(), self.type_of(e)?) {
+                if *elem == Type::Real {
+                    let first = self.source(first)?;
+                    let second = self.source(second)?;
+                    let split = first.len();
+                    let len = self.b.ins().iadd(split, second.len());
+                    return Ok(Source::Concat {
+                        parts: Box::new((first, second)),
+                        split,
+                        len,
+                    });
+                }
+            }
+        }
         let a = self.array(e)?;
         let stride = unchecked_bytes(self.b, &a.elem);
         Ok(Source::Array(a, stride))
@@ -745,6 +765,37 @@ impl Translator<'_, '_> {
                     None => i,
                 };
                 self.element(inner, i)
+            }
+            Source::Concat { parts, split, .. } => {
+                let in_first = self.b.ins().icmp(IntCC::SignedLessThan, i, *split);
+                let (first, second, merge) = (
+                    self.b.create_block(),
+                    self.b.create_block(),
+                    self.b.create_block(),
+                );
+                self.b.ins().brif(in_first, first, &[], second, &[]);
+                self.b.switch_to_block(first);
+                let x = self.region(|t| t.element(&parts.0, i))?;
+                let flat = x.to_vec();
+                for v in &flat {
+                    let ty = self.b.func.dfg.value_type(*v);
+                    self.b.append_block_param(merge, ty);
+                }
+                let args: Vec<BlockArg> = flat.iter().map(|v| BlockArg::from(*v)).collect();
+                self.b.ins().jump(merge, &args);
+                self.b.switch_to_block(second);
+                let j = self.b.ins().isub(i, *split);
+                let y = self.region(|t| t.element(&parts.1, j))?;
+                let args: Vec<BlockArg> = y.to_vec().into_iter().map(BlockArg::from).collect();
+                if args.len() != flat.len() {
+                    return Err(JitError::Internal(
+                        "parts of `concat` differ in layout".into(),
+                    ));
+                }
+                self.b.ins().jump(merge, &args);
+                self.b.switch_to_block(merge);
+                let params = self.b.block_params(merge).to_vec();
+                Ok(x.rebuild(&mut params.into_iter()))
             }
         }
     }
@@ -961,6 +1012,13 @@ enum Source<'e> {
         offset: Option<Value>,
         len: Value,
     },
+    /// `concat(A, B)`: element `i` is `A[i]` for `i < split` (the length
+    /// of `A`), else `B[i - split]`.
+    Concat {
+        parts: Box<(Source<'e>, Source<'e>)>,
+        split: Value,
+        len: Value,
+    },
 }
 
 impl Source<'_> {
@@ -968,7 +1026,9 @@ impl Source<'_> {
         match self {
             Source::Array(a, _) => a.len,
             Source::Iota(n) => *n,
-            Source::Mapped { len, .. } | Source::Shifted { len, .. } => *len,
+            Source::Mapped { len, .. }
+            | Source::Shifted { len, .. }
+            | Source::Concat { len, .. } => *len,
         }
     }
 }

@@ -317,3 +317,36 @@ fn a_fold_keeps_an_array_chosen_by_a_bound_branch() {
     }
     assert!(bytes <= 3 * 8 * a.len() + 64, "{bytes} bytes");
 }
+
+#[test]
+fn a_concat_read_by_a_loop_is_not_stored() {
+    // Both concats are computed in the loops that read them, their maps
+    // included: only the one-element literals are stored (and the result).
+    let f = compile(
+        "def f(A: [R; n]) -> [R; n] = \
+         map2 (+) (concat(map (x. x + 1) (shift1L A), [A[0]])) (concat([0.5], shift1R A))",
+    );
+    let a = data(10_000);
+    let (out, bytes) = run(&f, &a, a.len());
+    let n = a.len();
+    for k in 0..n {
+        let first = if k + 1 < n { a[k + 1] + 1.0 } else { a[0] };
+        let second = if k == 0 { 0.5 } else { a[k - 1] };
+        assert_eq!(out[k].to_bits(), (first + second).to_bits(), "element {k}");
+    }
+    // The result and the literals.
+    assert!(bytes <= 8 * n + 64, "{bytes} bytes");
+
+    let g = compile(
+        "def g(A: [R; n]) -> R = \
+         reduce (+) 0 (map2 (*) (concat([A[0]], map (x. x * 2) (shift1L A))) A)",
+    );
+    let (out, bytes) = run(&g, &a, 1);
+    let mut want = 0.0;
+    for k in 0..n {
+        let c = if k == 0 { a[0] } else { a[k] * 2.0 };
+        want += c * a[k];
+    }
+    assert_eq!(out[0].to_bits(), want.to_bits());
+    assert!(bytes <= 64, "{bytes} bytes");
+}
