@@ -278,9 +278,12 @@ impl Forward {
                         vec![e.clone()],
                     )
                 }
-                Builtin::Replicate | Builtin::Take | Builtin::Drop => {
-                    builtin(*b, vec![args[0].clone(), self.expr(&args[1])?])
-                }
+                // The count is a real like any other once lifted (`len` of
+                // a lifted array, a size): its primal part.
+                Builtin::Replicate | Builtin::Take | Builtin::Drop => builtin(
+                    *b,
+                    vec![proj(self.expr(&args[0])?, 0), self.expr(&args[1])?],
+                ),
                 _ => builtin(*b, self.all(args)?),
             },
             // Tuples, projections, array literals, indexing, `if`: the same

@@ -670,6 +670,26 @@ impl Translator<'_, '_> {
                 }
             }
         }
+        // `take(k, S)` of a source whose elements cannot fail: its first
+        // `k` elements, checked as a stored `take` is.
+        if let ExprKind::Builtin(Builtin::Take, args) = &e.kind {
+            if let [k, inner] = args.as_slice() {
+                if fused_elements_cannot_fail(inner) {
+                    let k = self.count(k)?;
+                    let inner = self.source(inner)?;
+                    let fits = self
+                        .b
+                        .ins()
+                        .icmp(IntCC::SignedLessThanOrEqual, k, inner.len());
+                    self.check(fits, Status::TakeDropOutOfRange, k);
+                    return Ok(Source::Shifted {
+                        inner: Box::new(inner),
+                        offset: None,
+                        len: k,
+                    });
+                }
+            }
+        }
         // `concat(A, B)` of reals: element `i` is `A[i]` below `len A`,
         // else `B[i - len A]`; each part is a source itself, so a map in it
         // is computed in the consumer's loop too. Both parts are built
@@ -1004,9 +1024,9 @@ enum Source<'e> {
     },
     /// `iota(n)`, of length `n`: element `i` is `i`.
     Iota(Value),
-    /// `shift1L`/`shift1R` of a mapped source: element `i` is the inner
-    /// source's element `i + offset` (`offset` is 1 for a non-empty
-    /// `shift1L`, absent for `shift1R`).
+    /// `shift1L`/`shift1R`/`take` of a source computed in the loop: element
+    /// `i` is the inner source's element `i + offset` (`offset` is 1 for a
+    /// non-empty `shift1L`, absent for `shift1R` and `take`).
     Shifted {
         inner: Box<Source<'e>>,
         offset: Option<Value>,
@@ -1033,28 +1053,49 @@ impl Source<'_> {
     }
 }
 
-/// Whether `e` is an `iota`, or a `map`/`map2` that [`Translator::source`]
-/// fuses and whose elements, computed in the consumer's loop, cannot fail:
-/// its body and
-/// those of the maps fused into it only compute with reals (no indexing,
-/// no array operation, no call). Their arrays themselves may be anything:
-/// they are computed, and checked, before the loop.
+/// Whether `e`, read by a loop through [`Translator::source`], has its
+/// elements computed in that loop (an `iota`, a `map`/`map2`, a `concat`,
+/// a shift or `take` of such) and none of them can fail: the bodies of
+/// the maps involved only compute with reals (no indexing, no array
+/// operation, no call). The arrays they read may be anything: those are
+/// computed, and checked, before the loop. A loop that skips some
+/// elements (a shift, a `take`) may then skip them without hiding an
+/// error.
 fn fused_elements_cannot_fail(e: &Expr) -> bool {
-    if matches!(e.kind, ExprKind::Builtin(Builtin::Iota, _)) {
-        return true;
+    match &e.kind {
+        ExprKind::Builtin(Builtin::Iota, _) => true,
+        ExprKind::ArrayOp(op @ (ArrayOp::Map | ArrayOp::Map2), f, args) => {
+            let ExprKind::Lambda(params, body) = &f.kind else {
+                return false;
+            };
+            params.len() == op.fn_arity() && cannot_fail(body) && args.iter().all(read_safely)
+        }
+        ExprKind::Builtin(Builtin::Concat, parts) => parts.iter().all(read_safely),
+        ExprKind::Builtin(Builtin::Shift1L | Builtin::Shift1R, args) => {
+            args.iter().all(read_safely)
+        }
+        ExprKind::Builtin(Builtin::Take, args) => args.get(1).is_some_and(read_safely),
+        _ => false,
     }
-    let ExprKind::ArrayOp(op @ (ArrayOp::Map | ArrayOp::Map2), f, args) = &e.kind else {
-        return false;
-    };
-    let ExprKind::Lambda(params, body) = &f.kind else {
-        return false;
-    };
-    params.len() == op.fn_arity()
-        && cannot_fail(body)
-        && args.iter().all(|a| {
-            !matches!(a.kind, ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, ..))
-                || fused_elements_cannot_fail(a)
-        })
+}
+
+/// Whether the elements of `e`, an array a fused source reads, cannot fail
+/// as the loop reads them: stored before the loop (loads), or computed in
+/// it by a source whose elements cannot fail.
+fn read_safely(e: &Expr) -> bool {
+    let fused = matches!(
+        e.kind,
+        ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, ..)
+            | ExprKind::Builtin(
+                Builtin::Iota
+                    | Builtin::Concat
+                    | Builtin::Shift1L
+                    | Builtin::Shift1R
+                    | Builtin::Take,
+                _
+            )
+    );
+    !fused || fused_elements_cannot_fail(e)
 }
 
 /// Whether evaluating `e` cannot end in an error: it is built from

@@ -197,11 +197,23 @@ fn shifts_of_maps_ranges_and_concat_parts_are_not_stored() {
 fn a_shift_skips_no_element_that_fails() {
     // `B[3]` fails for x = -1; the first element, which `shift1L` drops,
     // must still be computed so that the error is the same.
-    let f = compile(
+    assert_fails_on_a_skipped_element(
         "def f(A: [R; n], B: [R; m]) -> R = \
          reduce (+) 0 (shift1L (map (x. if x < 0 then B[3] else x) A))",
+        [-1.0, 2.0, 3.0],
     );
-    let (args, b) = ([-1.0, 2.0, 3.0], [1.0, 2.0]);
+    // Likewise the last element, which `take` drops.
+    assert_fails_on_a_skipped_element(
+        "def f(A: [R; n], B: [R; m]) -> R = \
+         reduce (+) 0 (take(2, concat([0.5], map (x. if x < 0 then B[3] else x) A)))",
+        [2.0, -1.0, 3.0],
+    );
+}
+
+/// Calls `f(A, B)` with `B = [1, 2]`, which `B[3]` reads out of bounds.
+fn assert_fails_on_a_skipped_element(source: &str, args: [f64; 3]) {
+    let f = compile(source);
+    let b = [1.0, 2.0];
     let raw = [
         args.len() as i64,
         b.len() as i64,
@@ -349,4 +361,27 @@ fn a_concat_read_by_a_loop_is_not_stored() {
     }
     assert_eq!(out[0].to_bits(), want.to_bits());
     assert!(bytes <= 64, "{bytes} bytes");
+}
+
+#[test]
+fn a_take_of_a_concat_read_by_a_loop_is_not_stored() {
+    // The cotangent of a shift, `take(len A, concat(…, [0]))`, computed in
+    // the loop that reads it.
+    let f = compile(
+        "def f(A: [R; n]) -> R = \
+         reduce (+) 0 (map2 (*) (take(len(A), concat(map (x. x * 2) (shift1L A), [0.5]))) A)",
+    );
+    let a = data(10_000);
+    let (out, bytes) = run(&f, &a, 1);
+    let n = a.len();
+    let mut want = 0.0;
+    for k in 0..n {
+        let c = if k + 1 < n { a[k + 1] * 2.0 } else { 0.5 };
+        want += c * a[k];
+    }
+    assert_eq!(out[0].to_bits(), want.to_bits());
+    assert!(bytes <= 64, "{bytes} bytes");
+    // An empty A: the padded element is cut back to nothing.
+    let (out, _) = run(&f, &[], 1);
+    assert_eq!(out[0], 0.0);
 }

@@ -109,12 +109,11 @@ impl Deriver {
                 } else {
                     vec![z, pad]
                 };
-                let empty = prim(
-                    Prim::Eq,
-                    vec![builtin(Builtin::Len, vec![a.clone()]), real(0.0)],
-                );
-                let none = crate::adjoint::zeros_like(&at, &a, &mut self.names);
-                let adj = cond(empty, none, builtin(Builtin::Concat, parts));
+                // `take(len a, …)`: an empty `a` has an empty shift, and
+                // the padded cotangent `[0]` is cut back to nothing. No
+                // branch, so a loop reading it computes it in place.
+                let n = builtin(Builtin::Len, vec![a.clone()]);
+                let adj = builtin(Builtin::Take, vec![n, builtin(Builtin::Concat, parts)]);
                 self.add(sw, &a, &at, Adj::Val(adj));
             }
             Builtin::Len | Builtin::Iota => {}
