@@ -19,8 +19,12 @@
 //! 3. `dce.rs` — dead `let`s dropped, values used once inlined.
 //!
 //! The three run again when DCE inlined an array computation into its use,
-//! which can expose a fusion or an array rule (at most [`MAX_ROUNDS`]
-//! rounds in all). Afterwards [`is_first_order`] checks Lemma 5.3.
+//! which can expose a fusion or an array rule, until a round changes
+//! nothing (at most [`MAX_ROUNDS`] rounds in all). Between them, `prune.rs`
+//! (dead components, sums moved into branches), `reuse.rs` (folds reading
+//! stored maps) and `split.rs` (derived components, map splitting) rewrite
+//! tuple-valued bindings and the arrays of tuples of partial derivatives.
+//! Afterwards [`is_first_order`] checks Lemma 5.3.
 //!
 //! Every rule is a row of the table in `rules.rs` ([`Rule`]); how often each
 //! fired is returned by [`simplify_with_stats`]. The matchers of the
@@ -179,7 +183,17 @@ fn run(
         // Map splitting copies lambdas, whose names the next round's
         // partial evaluation makes fresh: not in the last round.
         let last = k + 1 == MAX_ROUNDS;
-        (term, report) = round(&term, opts, reserved, &mut stats, !last)?;
+        let next;
+        (next, report) = round(&term, opts, reserved, &mut stats, !last)?;
+        // Partial evaluation binds every array term it builds and DCE
+        // inlines them back, which reports arrays exposed at every
+        // round: a round that changed nothing (up to the names of
+        // binders) ends the rounds.
+        let unchanged = alpha::Alpha::new(false).eq(&term, &next);
+        term = next;
+        if unchanged {
+            break;
+        }
     }
     Ok((term, stats))
 }
