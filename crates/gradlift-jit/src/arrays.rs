@@ -361,7 +361,7 @@ impl Translator<'_, '_> {
                 let acc_ty = self.type_of(&args[0])?;
                 let tys = [acc_ty, elem_ty(self.type_of(&args[1])?)?];
                 let z = self.lower(&args[0])?;
-                let a = self.source(&args[1])?;
+                let a = self.source_read(&args[1], op != ArrayOp::Scanr)?;
                 self.fold(op, params, body, z, a, &tys, op == ArrayOp::Scanr)
             }
         }
@@ -402,7 +402,8 @@ impl Translator<'_, '_> {
         body: &'e Expr,
         args: &'e [Expr],
     ) -> Result<Mapping<'e>, JitError> {
-        let (tys, sources, len) = self.sources(args)?;
+        // `write_mapping` reads its sources in order.
+        let (tys, sources, len) = self.sources(args, true)?;
         let mark = self.typer.mark();
         for (p, t) in params.iter().zip(&tys) {
             bind_types(&mut self.typer, &p.pat, t);
@@ -621,10 +622,19 @@ impl Translator<'_, '_> {
     /// operations on reals is the same, so the results are bit for bit
     /// those of the unfused loops.
     fn source<'e>(&mut self, e: &'e Expr) -> Result<Source<'e>, JitError> {
+        self.source_read(e, false)
+    }
+
+    /// [`Translator::source`], for a consumer that reads element `0`, then
+    /// `1`, … up to the last, each once, if `in_order`: then a shift of a
+    /// `scanl` of reals is computed in the consumer's loop too, its state
+    /// carried from one element to the next (every state is computed, as
+    /// it would be to store the scan).
+    fn source_read<'e>(&mut self, e: &'e Expr, in_order: bool) -> Result<Source<'e>, JitError> {
         if let ExprKind::ArrayOp(op @ (ArrayOp::Map | ArrayOp::Map2), f, args) = &e.kind {
             if let ExprKind::Lambda(params, body) = &f.kind {
                 if params.len() == op.fn_arity() {
-                    let (tys, inputs, len) = self.sources(args)?;
+                    let (tys, inputs, len) = self.sources(args, in_order)?;
                     return Ok(Source::Mapped {
                         expr: e,
                         inputs,
@@ -670,6 +680,20 @@ impl Translator<'_, '_> {
                 }
             }
         }
+        // `shift1L (scanl f z A)` (the states after each element) or
+        // `shift1R (scanl f z A)` (before each element), read in order:
+        // the state is carried in variables through the consumer's loop.
+        if let ExprKind::Builtin(bi @ (Builtin::Shift1L | Builtin::Shift1R), args) = &e.kind {
+            if let [inner] = args.as_slice() {
+                if let ExprKind::ArrayOp(ArrayOp::Scanl, f, scan_args) = &inner.kind {
+                    if in_order {
+                        if let Some(s) = self.scan_source(*bi == Builtin::Shift1R, f, scan_args)? {
+                            return Ok(s);
+                        }
+                    }
+                }
+            }
+        }
         // `take(k, S)` of a source whose elements cannot fail: its first
         // `k` elements, checked as a stored `take` is.
         if let ExprKind::Builtin(Builtin::Take, args) = &e.kind {
@@ -698,8 +722,8 @@ impl Translator<'_, '_> {
         if let ExprKind::Builtin(Builtin::Concat, args) = &e.kind {
             if let ([first, second], Type::Array(elem, _)) = (args.as_slice(), self.type_of(e)?) {
                 if *elem == Type::Real {
-                    let first = self.source(first)?;
-                    let second = self.source(second)?;
+                    let first = self.source_read(first, in_order)?;
+                    let second = self.source_read(second, in_order)?;
                     let split = first.len();
                     let len = self.b.ins().iadd(split, second.len());
                     return Ok(Source::Concat {
@@ -715,11 +739,54 @@ impl Translator<'_, '_> {
         Ok(Source::Array(a, stride))
     }
 
+    /// The [`Source::Scan`] of `scanl f z A` when its state is reals (an
+    /// array state would live in the consumer's per-element temporaries).
+    fn scan_source<'e>(
+        &mut self,
+        before: bool,
+        f: &'e Expr,
+        args: &'e [Expr],
+    ) -> Result<Option<Source<'e>>, JitError> {
+        let (params, body) = self.lambda(f, 2)?;
+        let acc_ty = self.type_of(&args[0])?;
+        let Type::Array(elem, _) = self.type_of(&args[1])? else {
+            return Err(JitError::Internal("expected an array type".into()));
+        };
+        let elem = *elem;
+        if !matches!(self.shape_of_type(&acc_ty, false), Ok(s) if s.reals_only()) {
+            return Ok(None);
+        }
+        let z = self.lower(&args[0])?;
+        let input = self.source_read(&args[1], true)?;
+        let vars = z
+            .to_vec()
+            .into_iter()
+            .map(|v| {
+                let ty = self.b.func.dfg.value_type(v);
+                let var = self.b.declare_var(ty);
+                self.b.def_var(var, v);
+                var
+            })
+            .collect();
+        let len = input.len();
+        Ok(Some(Source::Scan {
+            state: z,
+            vars,
+            params,
+            body,
+            tys: [acc_ty, elem],
+            input: Box::new(input),
+            before,
+            len,
+        }))
+    }
+
     /// The element types and sources of a `map`'s or `map2`'s arrays, and
     /// their common length.
     fn sources<'e>(
         &mut self,
         args: &'e [Expr],
+        in_order: bool,
     ) -> Result<(Vec<Type>, Vec<Source<'e>>, Value), JitError> {
         let mut tys = Vec::new();
         let mut sources = Vec::new();
@@ -728,7 +795,7 @@ impl Translator<'_, '_> {
                 Type::Array(elem, _) => tys.push(*elem),
                 _ => return Err(JitError::Internal("expected an array type".into())),
             }
-            sources.push(self.source(a)?);
+            sources.push(self.source_read(a, in_order)?);
         }
         let n = self.same_lengths(&sources)?;
         Ok((tys, sources, n))
@@ -786,6 +853,29 @@ impl Translator<'_, '_> {
                 };
                 self.element(inner, i)
             }
+            Source::Scan {
+                state,
+                vars,
+                params,
+                body,
+                tys,
+                input,
+                before,
+                ..
+            } => {
+                let current: Vec<Value> = vars.iter().map(|v| self.b.use_var(*v)).collect();
+                let acc = state.rebuild(&mut current.into_iter());
+                let x = self.element(input, i)?;
+                let next = self.apply(params, body, vec![acc.clone(), x], tys)?;
+                let flat = next.to_vec();
+                if flat.len() != vars.len() {
+                    return Err(JitError::Internal("a scan's state changes layout".into()));
+                }
+                for (var, v) in vars.iter().zip(flat) {
+                    self.b.def_var(*var, v);
+                }
+                Ok(if *before { acc } else { next })
+            }
             Source::Concat { parts, split, .. } => {
                 let in_first = self.b.ins().icmp(IntCC::SignedLessThan, i, *split);
                 let (first, second, merge) = (
@@ -831,7 +921,7 @@ impl Translator<'_, '_> {
             return Err(JitError::Internal("expected an array type".into()));
         };
         let z = self.lower(&args[0])?;
-        let a = self.source(&args[1])?;
+        let a = self.source_read(&args[1], op != ArrayOp::Scanr)?;
         let tys = [acc_ty, *elem];
         self.fold(
             ArrayOp::Foldl(None),
@@ -1032,6 +1122,20 @@ enum Source<'e> {
         offset: Option<Value>,
         len: Value,
     },
+    /// `shift1L`/`shift1R (scanl (params. body) z A)` read in order: the
+    /// state (reals, in `vars`, laid out as `state`) is updated at each
+    /// element; element `i` is the state after (`shift1L`) or before
+    /// (`shift1R`, `before`) the step on `A[i]`.
+    Scan {
+        state: Values,
+        vars: Vec<cranelift_frontend::Variable>,
+        params: &'e [Param],
+        body: &'e Expr,
+        tys: [Type; 2],
+        input: Box<Source<'e>>,
+        before: bool,
+        len: Value,
+    },
     /// `concat(A, B)`: element `i` is `A[i]` for `i < split` (the length
     /// of `A`), else `B[i - split]`.
     Concat {
@@ -1048,7 +1152,8 @@ impl Source<'_> {
             Source::Iota(n) => *n,
             Source::Mapped { len, .. }
             | Source::Shifted { len, .. }
-            | Source::Concat { len, .. } => *len,
+            | Source::Concat { len, .. }
+            | Source::Scan { len, .. } => *len,
         }
     }
 }

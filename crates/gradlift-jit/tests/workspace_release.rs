@@ -385,3 +385,73 @@ fn a_take_of_a_concat_read_by_a_loop_is_not_stored() {
     let (out, _) = run(&f, &[], 1);
     assert_eq!(out[0], 0.0);
 }
+
+#[test]
+fn a_shifted_scan_read_in_order_is_not_stored() {
+    // The gradient of a product: the prefix products are computed in the
+    // map2's loop (the suffix products, a right scan, are stored).
+    let f = compile(
+        "def f(A: [R; n]) -> [R; n] = \
+         map2 (*) (shift1L (scanr (*) 1 A)) (shift1R (scanl (*) 1 A))",
+    );
+    let a = data(1000);
+    let n = a.len();
+    let (out, bytes) = run(&f, &a, n);
+    let mut suffix = vec![1.0; n + 1];
+    for k in (0..n).rev() {
+        suffix[k] = a[k] * suffix[k + 1];
+    }
+    let mut prefix = 1.0;
+    for k in 0..n {
+        assert_eq!(
+            out[k].to_bits(),
+            (suffix[k + 1] * prefix).to_bits(),
+            "element {k}"
+        );
+        prefix *= a[k];
+    }
+    // The result and the right scan, not the left one.
+    assert!(bytes <= 8 * (2 * n + 1) + 64, "{bytes} bytes");
+
+    // A state of two reals, the states after each element.
+    let g = compile(
+        "def g(A: [R; n]) -> [R; n] = \
+         map (p. p.0 - p.1) (shift1L (scanl ((s, q), x. (s + x, q * x)) (0, 1) A))",
+    );
+    let (out, bytes) = run(&g, &a, n);
+    let (mut s, mut q) = (0.0, 1.0);
+    for k in 0..n {
+        s += a[k];
+        q *= a[k];
+        assert_eq!(out[k].to_bits(), (s - q).to_bits(), "element {k}");
+    }
+    assert!(bytes <= 8 * n + 64, "{bytes} bytes");
+}
+
+#[test]
+fn a_shifted_scan_read_out_of_order_is_stored() {
+    // A right scan reads from the last element, a shift skips the first:
+    // the states are stored, and the results are the same.
+    let f = compile(
+        "def f(A: [R; n]) -> [R; n + n] = \
+         concat(scanr (+) 0 (shift1L (scanl (*) 1 A)), shift1L (shift1L (scanl (+) 0 A)))",
+    );
+    let a = data(100);
+    let n = a.len();
+    let (out, _) = run(&f, &a, 2 * n);
+    let mut prefix = vec![1.0; n + 1];
+    let mut sums = vec![0.0; n + 1];
+    for k in 0..n {
+        prefix[k + 1] = prefix[k] * a[k];
+        sums[k + 1] = sums[k] + a[k];
+    }
+    let mut right = vec![0.0; n + 1];
+    for k in (0..n).rev() {
+        right[k] = right[k + 1] + prefix[k + 1];
+    }
+    let want: Vec<f64> = right.iter().chain(&sums[2..]).copied().collect();
+    assert_eq!(out.len(), want.len());
+    for (k, (o, w)) in out.iter().zip(&want).enumerate() {
+        assert_eq!(o.to_bits(), w.to_bits(), "element {k}");
+    }
+}
