@@ -560,3 +560,46 @@ fn a_fold_keeps_computing_what_it_cannot_read() {
         );
     }
 }
+
+#[test]
+fn an_array_component_is_rebuilt_from_the_reals_it_is_made_of() {
+    // Per row: the cotangent of the row, `map (a. a * s) w`, and a real.
+    let input = "let P = map (x. let t = reduce (+) 0 (map2 (*) w x) in \
+                                 let s = exp(t) in (map (a. a * s) w, t * s)) X in \
+                 (map (g. map (b. b * u) g.0) P, foldl (acc, h. acc + h.1) 0 P)";
+    let (out, stats) = simp(&term(input));
+    assert!(stats.count(Rule::RebuiltComponent) > 0, "fired: {stats}");
+    // The stored tuple holds reals only.
+    assert!(
+        !flat(&out.to_string()).contains(&flat("(map (a. a * s) w")),
+        "{out}"
+    );
+    let types = typed(&[("u", "R"), ("w", "[R; d]"), ("X", "[[R; d]; m]")]);
+    let vals = values(&[
+        ("u", Value::Real(0.5)),
+        ("w", Value::reals(&[1.0, -2.0, 0.25])),
+        (
+            "X",
+            Value::Array(
+                vec![
+                    Value::reals(&[0.5, 1.5, -1.0]),
+                    Value::reals(&[2.0, 0.0, 3.0]),
+                ]
+                .into(),
+            ),
+        ),
+    ]);
+    let before = term(input);
+    assert_same_meaning(&before, &out, &types, &["d", "m"], &vals);
+}
+
+#[test]
+fn an_array_component_of_the_row_itself_is_stored() {
+    // `map (a. a * s) x` maps the row, bound inside the map: not
+    // rebuilt (the consumers could not read `x`).
+    let (_, stats) = simp(&term(
+        "let P = map (x. let s = exp(reduce (+) 0 x) in (map (a. a * s) x, s)) X in \
+         (map (g. g.0) P, foldl (acc, h. acc + h.1) 0 P)",
+    ));
+    assert_eq!(stats.count(Rule::RebuiltComponent), 0, "fired: {stats}");
+}

@@ -188,6 +188,12 @@ rules! {
         "let t = foldl (acc, v. F[E]) z X in … let P = map (v'. E[v'/v]) X in … ⇝ let P = map (v'. E[v'/v]) X in let t = foldl (acc, v. F[v]) z P in …",
         "E calls a transcendental function and cannot fail; v occurs in F only inside E; E mentions nothing bound between the two bindings";
 
+    /// An array component of an array of tuples rebuilt from the reals it
+    /// is made of where it is read, instead of being stored.
+    RebuiltComponent = "rebuilt-component",
+        "let P = map (x. let s = e in (…, map (a. E[a, s]) W, …)) A in C[op (q. …q.i…) P] ⇝ let P = map (x. let s = e in (…, s)) A in C[op (q. …map (a. E[a, q.k]) W…) P]",
+        "W is bound outside the map; E is at most two primitives over a, constants, outer variables and at most two reals s bound in the body; every use of P is the array argument of an array operation whose function only projects it";
+
     // ---- Clean-up
     /// Dead-code elimination.
     DeadLet = "dead-let", "let x = e₁ in e₂ ⇝ e₂", "x ∉ FV(e₂)";

@@ -62,6 +62,10 @@ fn walk(e: &mut Expr, stats: &mut Stats, changed: &mut bool) {
                 stats.fire(Rule::DerivedComponent);
                 *changed = true;
             }
+            if rebuild(p, value, body) {
+                stats.fire(Rule::RebuiltComponent);
+                *changed = true;
+            }
             if split(p, value, body) {
                 stats.fire(Rule::MapSplit);
                 *changed = true;
@@ -291,6 +295,179 @@ fn narrow(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
     let old = std::mem::replace(b, Expr::synth(ExprKind::Const(0.0)));
     *b = keep_components(old, &keep);
     true
+}
+
+/// Replaces one component of `P`'s elements that is `map (a. E) W` —
+/// `W` bound outside the map, `E` at most [`MAX_DERIVED_OPS`] primitives
+/// over `a`, constants, variables bound outside and at most two reals
+/// bound in the body — by those reals: each consumer reading it rebuilds
+/// the map from them where it reads it (rule `rebuilt-component`). The
+/// gradient of `log(1 + exp(-y·(w·x)))` with respect to a row `x` is
+/// `map (a. a * s) w` for a real `s` of the row: stored, it is an `m × d`
+/// array written once and read once; rebuilt, each consumer computes the
+/// same products in the same order from `s`.
+fn rebuild(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
+    let ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, f, _) = &value.kind else {
+        return false;
+    };
+    let ExprKind::Lambda(params, map_body) = &f.kind else {
+        return false;
+    };
+    let Some(arity) = tail_arity(map_body).filter(|k| *k >= 2) else {
+        return false;
+    };
+    // The reals the body binds (a primitive or a constant each), and its
+    // one tail.
+    let mut reals: Vec<Name> = Vec::new();
+    let mut tail = &**map_body;
+    while let ExprKind::Let {
+        pat, value, body, ..
+    } = &tail.kind
+    {
+        if let (Pattern::Var(n, _), ExprKind::Prim(..) | ExprKind::Const(_)) = (pat, &value.kind) {
+            reals.push(n.clone());
+        }
+        tail = body;
+    }
+    let ExprKind::Tuple(es) = &tail.kind else {
+        return false;
+    };
+    let mut found = Vec::new();
+    if !consumers(body, p, arity, &mut found) || found.is_empty() {
+        return false;
+    }
+    let mut inner = Vec::new();
+    for q in params {
+        q.pat.names(&mut inner);
+    }
+    binders(map_body, &mut inner);
+    let Some((i, rebuilt, scalars)) = es.iter().enumerate().find_map(|(i, c)| {
+        let ExprKind::ArrayOp(ArrayOp::Map, g, args) = &c.kind else {
+            return None;
+        };
+        let [w] = args.as_slice() else {
+            return None;
+        };
+        if !matches!(&w.kind, ExprKind::Var(n) if !inner.contains(n)) {
+            return None;
+        }
+        let ExprKind::Lambda(ps, e) = &g.kind else {
+            return None;
+        };
+        let [Param {
+            pat: Pattern::Var(a, _),
+            ..
+        }] = ps.as_slice()
+        else {
+            return None;
+        };
+        let mut scalars: Vec<Name> = Vec::new();
+        let mut ops = 0;
+        let e = over_scalars(e, a, &inner, &reals, &mut scalars, &mut ops)?;
+        (!scalars.is_empty() && scalars.len() <= 2).then(|| {
+            let g = Expr::synth(ExprKind::Lambda(ps.clone(), Arc::new(e)));
+            let map = Expr::synth(ExprKind::ArrayOp(
+                ArrayOp::Map,
+                Box::new(g),
+                vec![w.clone()],
+            ));
+            (i, map, scalars)
+        })
+    }) else {
+        return false;
+    };
+    // Consumers: `q.i` becomes the map over `q`'s new components; the
+    // others are renumbered (component `i` removed, the reals appended).
+    let keep: Vec<bool> = (0..arity).map(|j| j != i).collect();
+    let (mut map, _) = numbering(&keep);
+    let first_new = arity - 1;
+    rewrite(body, p, &mut |op, g, k| {
+        let j = param_of(op, k).expect("checked");
+        let ExprKind::Lambda(ps, b) = &mut g.kind else {
+            unreachable!("checked")
+        };
+        let Pattern::Var(q, _) = &ps[j].pat else {
+            unreachable!("checked")
+        };
+        let q = q.clone();
+        let b = Arc::make_mut(b);
+        substitute_proj(b, &q, i, &rebuilt);
+        renumber(b, &q, &map, false);
+        for (k, s) in scalars.iter().enumerate() {
+            rename_scalar(b, s, &q, first_new + k);
+        }
+        None
+    });
+    map.clear();
+    let ExprKind::ArrayOp(_, f, _) = &mut value.kind else {
+        unreachable!("matched above")
+    };
+    let ExprKind::Lambda(_, map_body) = &mut f.kind else {
+        unreachable!("matched above")
+    };
+    let mut tail: &mut Expr = Arc::make_mut(map_body);
+    while let ExprKind::Let { ref mut body, .. } = tail.kind {
+        tail = body;
+    }
+    let ExprKind::Tuple(es) = &mut tail.kind else {
+        unreachable!("matched above")
+    };
+    es.remove(i);
+    es.extend(
+        scalars
+            .iter()
+            .map(|s| Expr::synth(ExprKind::Var(s.clone()))),
+    );
+    true
+}
+
+/// `e` (the body of `map (a. e) W`) when it is at most [`MAX_DERIVED_OPS`]
+/// primitives over `a`, constants, variables not in `inner`, and variables
+/// in `reals` (collected into `scalars`, which the consumers will read as
+/// components of their element, see [`rename_scalar`]).
+fn over_scalars(
+    e: &Expr,
+    a: &Name,
+    inner: &[Name],
+    reals: &[Name],
+    scalars: &mut Vec<Name>,
+    ops: &mut u32,
+) -> Option<Expr> {
+    match &e.kind {
+        ExprKind::Const(c) => Some(Expr::synth(ExprKind::Const(*c))),
+        ExprKind::Var(n) if n == a || !inner.contains(n) => Some(e.clone()),
+        ExprKind::Var(n) if reals.contains(n) => {
+            if !scalars.contains(n) {
+                scalars.push(n.clone());
+            }
+            Some(e.clone())
+        }
+        ExprKind::Prim(p, args) if *ops < MAX_DERIVED_OPS => {
+            *ops += 1;
+            let args = args
+                .iter()
+                .map(|x| over_scalars(x, a, inner, reals, scalars, ops))
+                .collect::<Option<Vec<_>>>()?;
+            Some(Expr::synth(ExprKind::Prim(*p, args)))
+        }
+        _ => None,
+    }
+}
+
+/// Reads the variable `s` as component `k` of `q` in `e`.
+fn rename_scalar(e: &mut Expr, s: &Name, q: &Name, k: usize) {
+    guard(|| {
+        if matches!(&e.kind, ExprKind::Var(n) if n == s) {
+            *e = Expr::synth(ExprKind::Proj(
+                Box::new(Expr::synth(ExprKind::Var(q.clone()))),
+                k,
+            ));
+            return;
+        }
+        for c in children_mut(e) {
+            rename_scalar(c, s, q, k);
+        }
+    })
 }
 
 /// The names bound by `let`s and lambdas in `e`.
