@@ -204,19 +204,37 @@ impl Translator<'_, '_> {
     /// Where the next value goes: its arrays into their spare buffers,
     /// unless they are the current ones.
     fn dest(&mut self, c: &Carried) -> Dest {
-        fn walk(t: &mut Translator<'_, '_>, v: &Values, c: &Carried, k: &mut usize) -> Dest {
+        /// `flat` is the index in `c.vars` of `v`'s first value. Only the
+        /// views of the arrays are read (a read of a real here would make
+        /// it live through any loop in between).
+        fn walk(
+            t: &mut Translator<'_, '_>,
+            v: &Values,
+            c: &Carried,
+            k: &mut usize,
+            flat: &mut usize,
+        ) -> Dest {
             match v {
-                Values::Tuple(vs) => Dest::Tuple(vs.iter().map(|v| walk(t, v, c, k)).collect()),
+                Values::Tuple(vs) => {
+                    Dest::Tuple(vs.iter().map(|v| walk(t, v, c, k, flat)).collect())
+                }
                 Values::Array(a) => {
                     let (shape, next, _) = &c.buffers[*k];
                     *k += 1;
-                    Dest::At(t.b.use_var(*next), shape.clone(), Some((a.ptr, a.len)))
+                    let ptr = t.b.use_var(c.vars[*flat]);
+                    let len = t.b.use_var(c.vars[*flat + 1]);
+                    let mut inner = Vec::new();
+                    a.elem.flatten(&mut inner);
+                    *flat += 2 + inner.len();
+                    Dest::At(t.b.use_var(*next), shape.clone(), Some((ptr, len)))
                 }
-                Values::Real(_) | Values::Bool(_) => Dest::Value,
+                Values::Real(_) | Values::Bool(_) => {
+                    *flat += 1;
+                    Dest::Value
+                }
             }
         }
-        let current = self.get(c);
-        walk(self, &current, c, &mut 0)
+        walk(self, &c.template, c, &mut 0, &mut 0)
     }
 
     /// Puts `v` where `dest` says: its arrays are copied there.
