@@ -118,6 +118,15 @@ pub(crate) enum Dest {
     At(Value, Shape, Option<(Value, Value)>),
 }
 
+/// The addresses of the arrays of `d`, in walk order.
+fn dest_addresses(d: &Dest, out: &mut Vec<Value>) {
+    match d {
+        Dest::Tuple(ds) => ds.iter().for_each(|d| dest_addresses(d, out)),
+        Dest::At(at, _, _) => out.push(*at),
+        Dest::Value => {}
+    }
+}
+
 /// The pointers of the arrays of `v`, outermost only, in walk order.
 fn array_views(v: &Values, out: &mut Vec<Value>) {
     match v {
@@ -183,7 +192,7 @@ impl Translator<'_, '_> {
     pub fn set(&mut self, c: &Carried, v: &Values) -> Result<(), JitError> {
         let dest = self.dest(c);
         let v = self.put(v, &dest)?;
-        self.take_value(c, &v)
+        self.take_value(c, &v, &dest)
     }
 
     /// Makes the value the one `write` computes into the destination it is
@@ -198,7 +207,7 @@ impl Translator<'_, '_> {
     ) -> Result<(), JitError> {
         let dest = self.dest(c);
         let v = write(self, &dest)?;
-        self.take_value(c, &v)
+        self.take_value(c, &v, &dest)
     }
 
     /// Where the next value goes: its arrays into their spare buffers,
@@ -289,14 +298,17 @@ impl Translator<'_, '_> {
 
     /// Makes `v`, whose arrays are in the spare buffers, the value; the
     /// buffers it left become the spare ones.
-    fn take_value(&mut self, c: &Carried, v: &Values) -> Result<(), JitError> {
+    fn take_value(&mut self, c: &Carried, v: &Values, dest: &Dest) -> Result<(), JitError> {
         let mut arrays = Vec::with_capacity(c.buffers.len());
         array_views(v, &mut arrays);
-        if arrays.len() != c.buffers.len() {
+        let mut targets = Vec::with_capacity(c.buffers.len());
+        dest_addresses(dest, &mut targets);
+        if arrays.len() != c.buffers.len() || targets.len() != c.buffers.len() {
             return Err(JitError::Internal("a carried value changes layout".into()));
         }
-        for ((_, next, other), ptr) in c.buffers.iter().zip(arrays) {
-            let (written, spare) = (self.b.use_var(*next), self.b.use_var(*other));
+        for (((_, next, other), ptr), written) in c.buffers.iter().zip(arrays).zip(targets) {
+            // `written` is the spare buffer the step was given.
+            let spare = self.b.use_var(*other);
             if self.same(ptr, written) {
                 self.b.def_var(*next, spare);
                 self.b.def_var(*other, written);
