@@ -586,6 +586,24 @@ impl Translator<'_, '_> {
             Values::Bool(v) => v,
             _ => return Err(JitError::Internal("condition of `if`".into())),
         };
+        self.branches(
+            cond,
+            "branches of `if` differ in layout",
+            &mut |t| t.lower_to(then, dest),
+            &mut |t| t.lower_to(other, dest),
+        )
+    }
+
+    /// `if cond then (yes) else (no)`: each lowered in a block of its own
+    /// (a region), their flattened values merged as block parameters;
+    /// `mismatch` is the internal error if their layouts differ.
+    fn branches(
+        &mut self,
+        cond: Value,
+        mismatch: &str,
+        yes: &mut dyn FnMut(&mut Self) -> Result<Values, JitError>,
+        no: &mut dyn FnMut(&mut Self) -> Result<Values, JitError>,
+    ) -> Result<Values, JitError> {
         let (then_block, else_block, merge) = (
             self.b.create_block(),
             self.b.create_block(),
@@ -593,7 +611,7 @@ impl Translator<'_, '_> {
         );
         self.b.ins().brif(cond, then_block, &[], else_block, &[]);
         self.b.switch_to_block(then_block);
-        let t = self.region(|t| t.lower_to(then, dest))?;
+        let t = self.region(|t| yes(t))?;
         let flat = t.to_vec();
         for v in &flat {
             let ty = self.b.func.dfg.value_type(*v);
@@ -602,12 +620,10 @@ impl Translator<'_, '_> {
         let args: Vec<BlockArg> = flat.iter().map(|v| BlockArg::from(*v)).collect();
         self.b.ins().jump(merge, &args);
         self.b.switch_to_block(else_block);
-        let f = self.region(|t| t.lower_to(other, dest))?;
+        let f = self.region(|t| no(t))?;
         let args: Vec<BlockArg> = f.to_vec().into_iter().map(BlockArg::from).collect();
         if args.len() != flat.len() {
-            return Err(JitError::Internal(
-                "branches of `if` differ in layout".into(),
-            ));
+            return Err(JitError::Internal(mismatch.into()));
         }
         self.b.ins().jump(merge, &args);
         self.b.switch_to_block(merge);
@@ -758,16 +774,7 @@ impl Translator<'_, '_> {
         }
         let z = self.lower(&args[0])?;
         let input = self.source_read(&args[1], true)?;
-        let vars = z
-            .to_vec()
-            .into_iter()
-            .map(|v| {
-                let ty = self.b.func.dfg.value_type(v);
-                let var = self.b.declare_var(ty);
-                self.b.def_var(var, v);
-                var
-            })
-            .collect();
+        let vars = self.variables(&z);
         let len = input.len();
         Ok(Some(Source::Scan {
             state: z,
@@ -878,34 +885,16 @@ impl Translator<'_, '_> {
             }
             Source::Concat { parts, split, .. } => {
                 let in_first = self.b.ins().icmp(IntCC::SignedLessThan, i, *split);
-                let (first, second, merge) = (
-                    self.b.create_block(),
-                    self.b.create_block(),
-                    self.b.create_block(),
-                );
-                self.b.ins().brif(in_first, first, &[], second, &[]);
-                self.b.switch_to_block(first);
-                let x = self.region(|t| t.element(&parts.0, i))?;
-                let flat = x.to_vec();
-                for v in &flat {
-                    let ty = self.b.func.dfg.value_type(*v);
-                    self.b.append_block_param(merge, ty);
-                }
-                let args: Vec<BlockArg> = flat.iter().map(|v| BlockArg::from(*v)).collect();
-                self.b.ins().jump(merge, &args);
-                self.b.switch_to_block(second);
-                let j = self.b.ins().isub(i, *split);
-                let y = self.region(|t| t.element(&parts.1, j))?;
-                let args: Vec<BlockArg> = y.to_vec().into_iter().map(BlockArg::from).collect();
-                if args.len() != flat.len() {
-                    return Err(JitError::Internal(
-                        "parts of `concat` differ in layout".into(),
-                    ));
-                }
-                self.b.ins().jump(merge, &args);
-                self.b.switch_to_block(merge);
-                let params = self.b.block_params(merge).to_vec();
-                Ok(x.rebuild(&mut params.into_iter()))
+                let split = *split;
+                self.branches(
+                    in_first,
+                    "parts of `concat` differ in layout",
+                    &mut |t| t.element(&parts.0, i),
+                    &mut |t| {
+                        let j = t.b.ins().isub(i, split);
+                        t.element(&parts.1, j)
+                    },
+                )
             }
         }
     }
@@ -955,16 +944,7 @@ impl Translator<'_, '_> {
         // temporaries (a scan's lives in its result), so every iteration
         // releases them.
         let carried = if scan { None } else { Some(self.carried(&z)?) };
-        let flat = z.to_vec();
-        let vars: Vec<_> = flat
-            .iter()
-            .map(|v| {
-                let ty = self.b.func.dfg.value_type(*v);
-                let var = self.b.declare_var(ty);
-                self.b.def_var(var, *v);
-                var
-            })
-            .collect();
+        let vars = self.variables(&z);
         let out = if scan {
             let n = self.b.ins().iadd_imm_s(len, 1);
             let (ptr, stride) = self.alloc_array(n, &shape)?;

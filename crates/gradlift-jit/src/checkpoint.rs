@@ -151,16 +151,7 @@ impl Translator<'_, '_> {
         if init.shape().is_none() {
             return unsupported("a loop-carried condition");
         }
-        let vars = init
-            .to_vec()
-            .into_iter()
-            .map(|v| {
-                let ty = self.b.func.dfg.value_type(v);
-                let var = self.b.declare_var(ty);
-                self.b.def_var(var, v);
-                var
-            })
-            .collect();
+        let vars = self.variables(init);
         let mut leaves = Vec::new();
         array_leaves(init, &mut leaves);
         let mut buffers = Vec::with_capacity(leaves.len());
@@ -180,6 +171,19 @@ impl Translator<'_, '_> {
             vars,
             buffers,
         })
+    }
+
+    /// One variable per flattened value of `v`, holding it.
+    pub(crate) fn variables(&mut self, v: &Values) -> Vec<Variable> {
+        v.to_vec()
+            .into_iter()
+            .map(|x| {
+                let ty = self.b.func.dfg.value_type(x);
+                let var = self.b.declare_var(ty);
+                self.b.def_var(var, x);
+                var
+            })
+            .collect()
     }
 
     /// The current value.

@@ -32,7 +32,7 @@ use super::rules::{Rule, Stats};
 use super::term::into_kind;
 use gradlift_lang::deep::guard;
 use gradlift_lang::syntax::*;
-use gradlift_lang::Prim;
+use gradlift_lang::{Prim, Span};
 use std::sync::Arc;
 
 /// What a run of [`run`] changed.
@@ -98,22 +98,28 @@ pub(super) fn tail_arity(e: &Expr) -> Option<usize> {
 /// `e` with only the components `keep` of its tails (a single component
 /// is not a tuple).
 pub(super) fn keep_components(e: Expr, keep: &[bool]) -> Expr {
+    map_tails(e, &mut |es, span| {
+        let mut kept: Vec<Expr> = es
+            .into_iter()
+            .zip(keep)
+            .filter(|(_, k)| **k)
+            .map(|(e, _)| e)
+            .collect();
+        if kept.len() == 1 {
+            kept.pop().expect("one component")
+        } else {
+            Expr::new(ExprKind::Tuple(kept), span)
+        }
+    })
+}
+
+/// `e` with each of its tails — the tuples at the ends of its `let`
+/// chains and `if` branches — replaced by `f` of its components and span.
+fn map_tails(e: Expr, f: &mut dyn FnMut(Vec<Expr>, Span) -> Expr) -> Expr {
     guard(|| {
         let span = e.span;
         match into_kind(e) {
-            ExprKind::Tuple(es) => {
-                let mut kept: Vec<Expr> = es
-                    .into_iter()
-                    .zip(keep)
-                    .filter(|(_, k)| **k)
-                    .map(|(e, _)| e)
-                    .collect();
-                if kept.len() == 1 {
-                    kept.pop().expect("one component")
-                } else {
-                    Expr::new(ExprKind::Tuple(kept), span)
-                }
-            }
+            ExprKind::Tuple(es) => f(es, span),
             ExprKind::Let {
                 pat,
                 ty,
@@ -124,18 +130,15 @@ pub(super) fn keep_components(e: Expr, keep: &[bool]) -> Expr {
                     pat,
                     ty,
                     value,
-                    body: Box::new(keep_components(*body, keep)),
+                    body: Box::new(map_tails(*body, f)),
                 },
                 span,
             ),
-            ExprKind::If(c, t, f) => Expr::new(
-                ExprKind::If(
-                    c,
-                    Box::new(keep_components(*t, keep)),
-                    Box::new(keep_components(*f, keep)),
-                ),
-                span,
-            ),
+            ExprKind::If(c, t, e) => {
+                let t = map_tails(*t, f);
+                let e = map_tails(*e, f);
+                Expr::new(ExprKind::If(c, Box::new(t), Box::new(e)), span)
+            }
             _ => unreachable!("tail_arity checked every tail"),
         }
     })
@@ -431,34 +434,9 @@ fn restore_sum(e: &mut Expr, x: &Name, i: usize, sum: &Name, x_first: bool) {
 
 /// `e` with component `i` of every tail rewritten by `f`.
 fn map_component(e: Expr, i: usize, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
-    guard(|| {
-        let span = e.span;
-        match into_kind(e) {
-            ExprKind::Tuple(mut es) => {
-                let t = std::mem::replace(&mut es[i], Expr::synth(ExprKind::Const(0.0)));
-                es[i] = f(t);
-                Expr::new(ExprKind::Tuple(es), span)
-            }
-            ExprKind::Let {
-                pat,
-                ty,
-                value,
-                body,
-            } => Expr::new(
-                ExprKind::Let {
-                    pat,
-                    ty,
-                    value,
-                    body: Box::new(map_component(*body, i, f)),
-                },
-                span,
-            ),
-            ExprKind::If(c, t, e) => {
-                let t = map_component(*t, i, f);
-                let e = map_component(*e, i, f);
-                Expr::new(ExprKind::If(c, Box::new(t), Box::new(e)), span)
-            }
-            _ => unreachable!("tail_arity checked every tail"),
-        }
+    map_tails(e, &mut |mut es, span| {
+        let t = std::mem::replace(&mut es[i], Expr::synth(ExprKind::Const(0.0)));
+        es[i] = f(t);
+        Expr::new(ExprKind::Tuple(es), span)
     })
 }

@@ -228,35 +228,87 @@ fn split(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
 /// The most primitive operations in a derived component.
 pub const MAX_DERIVED_OPS: u32 = 2;
 
-/// Removes one derived component of `P`'s elements (see the module
-/// documentation); whether it did.
-fn narrow(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
+/// What [`narrow`] and [`rebuild`] need of `let P = map (… . e) A⃗ in
+/// body`: `e`'s tuple (one tail, at the end of its `let`s), the names
+/// bound in the map (its parameters and `e`'s binders) and, among them,
+/// those `e`'s `let`s bind to a primitive or a constant (reals).
+struct Elements<'a> {
+    es: &'a [Expr],
+    inner: Vec<Name>,
+    reals: Vec<Name>,
+}
+
+/// [`Elements`] of `value` when every use of `p` in `body` is the array
+/// argument of an array operation that only projects its element.
+fn elements<'a>(p: &Name, value: &'a Expr, body: &Expr) -> Option<Elements<'a>> {
     let ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, f, _) = &value.kind else {
-        return false;
+        return None;
     };
     let ExprKind::Lambda(params, map_body) = &f.kind else {
-        return false;
+        return None;
     };
-    let Some(arity) = tail_arity(map_body).filter(|k| *k >= 2) else {
-        return false;
-    };
-    // One tail: the tuple at the end of the body's `let`s.
+    let arity = tail_arity(map_body).filter(|k| *k >= 2)?;
+    let mut reals = Vec::new();
     let mut tail = &**map_body;
-    while let ExprKind::Let { body, .. } = &tail.kind {
+    while let ExprKind::Let {
+        pat, value, body, ..
+    } = &tail.kind
+    {
+        if let (Pattern::Var(n, _), ExprKind::Prim(..) | ExprKind::Const(_)) = (pat, &value.kind) {
+            reals.push(n.clone());
+        }
         tail = body;
     }
     let ExprKind::Tuple(es) = &tail.kind else {
-        return false;
+        return None;
     };
     let mut found = Vec::new();
     if !consumers(body, p, arity, &mut found) || found.is_empty() {
-        return false;
+        return None;
     }
     let mut inner = Vec::new();
     for q in params {
         q.pat.names(&mut inner);
     }
     binders(map_body, &mut inner);
+    Some(Elements { es, inner, reals })
+}
+
+/// Applies `f` to the function body of each consumer of `p` in `body`,
+/// with the name of its element's parameter.
+fn each_reader(body: &mut Expr, p: &Name, f: &mut dyn FnMut(&Name, &mut Expr)) {
+    rewrite(body, p, &mut |op, g, k| {
+        let j = param_of(op, k).expect("checked by `consumers`");
+        let ExprKind::Lambda(ps, b) = &mut g.kind else {
+            unreachable!("checked by `consumers`")
+        };
+        let Pattern::Var(q, _) = &ps[j].pat else {
+            unreachable!("checked by `consumers`")
+        };
+        let q = q.clone();
+        f(&q, Arc::make_mut(b));
+        None
+    });
+}
+
+/// The body of the map bound to `P`, to rewrite.
+fn map_body_mut(value: &mut Expr) -> &mut Expr {
+    let ExprKind::ArrayOp(_, f, _) = &mut value.kind else {
+        unreachable!("checked by `elements`")
+    };
+    let ExprKind::Lambda(_, map_body) = &mut f.kind else {
+        unreachable!("checked by `elements`")
+    };
+    Arc::make_mut(map_body)
+}
+
+/// Removes one derived component of `P`'s elements (see the module
+/// documentation); whether it did.
+fn narrow(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
+    let Some(Elements { es, inner, .. }) = elements(p, value, body) else {
+        return false;
+    };
+    let arity = es.len();
     // Only components computed from others: constants and outer variables
     // are read where they are by `tuple-arg`, and an array left holding
     // only a constant would become a `Fill`, whose structural zeros the
@@ -271,27 +323,11 @@ fn narrow(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
     // Each consumer computes component `i` from the others.
     let keep: Vec<bool> = (0..arity).map(|j| j != i).collect();
     let (map, single) = numbering(&keep);
-    rewrite(body, p, &mut |op, g, k| {
-        let j = param_of(op, k).expect("checked");
-        let ExprKind::Lambda(ps, b) = &mut g.kind else {
-            unreachable!("checked")
-        };
-        let Pattern::Var(q, _) = &ps[j].pat else {
-            unreachable!("checked")
-        };
-        let q = q.clone();
-        let b = Arc::make_mut(b);
-        substitute_proj(b, &q, i, &derived);
-        renumber(b, &q, &map, single);
-        None
+    each_reader(body, p, &mut |q, b| {
+        substitute_proj(b, q, i, &derived);
+        renumber(b, q, &map, single);
     });
-    let ExprKind::ArrayOp(_, f, _) = &mut value.kind else {
-        unreachable!("matched above")
-    };
-    let ExprKind::Lambda(_, map_body) = &mut f.kind else {
-        unreachable!("matched above")
-    };
-    let b = Arc::make_mut(map_body);
+    let b = map_body_mut(value);
     let old = std::mem::replace(b, Expr::synth(ExprKind::Const(0.0)));
     *b = keep_components(old, &keep);
     true
@@ -307,40 +343,10 @@ fn narrow(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
 /// array written once and read once; rebuilt, each consumer computes the
 /// same products in the same order from `s`.
 fn rebuild(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
-    let ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, f, _) = &value.kind else {
+    let Some(Elements { es, inner, reals }) = elements(p, value, body) else {
         return false;
     };
-    let ExprKind::Lambda(params, map_body) = &f.kind else {
-        return false;
-    };
-    let Some(arity) = tail_arity(map_body).filter(|k| *k >= 2) else {
-        return false;
-    };
-    // The reals the body binds (a primitive or a constant each), and its
-    // one tail.
-    let mut reals: Vec<Name> = Vec::new();
-    let mut tail = &**map_body;
-    while let ExprKind::Let {
-        pat, value, body, ..
-    } = &tail.kind
-    {
-        if let (Pattern::Var(n, _), ExprKind::Prim(..) | ExprKind::Const(_)) = (pat, &value.kind) {
-            reals.push(n.clone());
-        }
-        tail = body;
-    }
-    let ExprKind::Tuple(es) = &tail.kind else {
-        return false;
-    };
-    let mut found = Vec::new();
-    if !consumers(body, p, arity, &mut found) || found.is_empty() {
-        return false;
-    }
-    let mut inner = Vec::new();
-    for q in params {
-        q.pat.names(&mut inner);
-    }
-    binders(map_body, &mut inner);
+    let arity = es.len();
     let Some((i, rebuilt, scalars)) = es.iter().enumerate().find_map(|(i, c)| {
         let ExprKind::ArrayOp(ArrayOp::Map, g, args) = &c.kind else {
             return None;
@@ -379,38 +385,21 @@ fn rebuild(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
     // Consumers: `q.i` becomes the map over `q`'s new components; the
     // others are renumbered (component `i` removed, the reals appended).
     let keep: Vec<bool> = (0..arity).map(|j| j != i).collect();
-    let (mut map, _) = numbering(&keep);
+    let (map, _) = numbering(&keep);
     let first_new = arity - 1;
-    rewrite(body, p, &mut |op, g, k| {
-        let j = param_of(op, k).expect("checked");
-        let ExprKind::Lambda(ps, b) = &mut g.kind else {
-            unreachable!("checked")
-        };
-        let Pattern::Var(q, _) = &ps[j].pat else {
-            unreachable!("checked")
-        };
-        let q = q.clone();
-        let b = Arc::make_mut(b);
-        substitute_proj(b, &q, i, &rebuilt);
-        renumber(b, &q, &map, false);
+    each_reader(body, p, &mut |q, b| {
+        substitute_proj(b, q, i, &rebuilt);
+        renumber(b, q, &map, false);
         for (k, s) in scalars.iter().enumerate() {
-            rename_scalar(b, s, &q, first_new + k);
+            rename_scalar(b, s, q, first_new + k);
         }
-        None
     });
-    map.clear();
-    let ExprKind::ArrayOp(_, f, _) = &mut value.kind else {
-        unreachable!("matched above")
-    };
-    let ExprKind::Lambda(_, map_body) = &mut f.kind else {
-        unreachable!("matched above")
-    };
-    let mut tail: &mut Expr = Arc::make_mut(map_body);
+    let mut tail = map_body_mut(value);
     while let ExprKind::Let { ref mut body, .. } = tail.kind {
         tail = body;
     }
     let ExprKind::Tuple(es) = &mut tail.kind else {
-        unreachable!("matched above")
+        unreachable!("checked by `elements`")
     };
     es.remove(i);
     es.extend(
