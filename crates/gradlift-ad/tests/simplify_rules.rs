@@ -603,3 +603,29 @@ fn an_array_component_of_the_row_itself_is_stored() {
     ));
     assert_eq!(stats.count(Rule::RebuiltComponent), 0, "fired: {stats}");
 }
+
+// ---- Ranges and their maps
+
+#[test]
+fn a_cheap_map_of_a_range_is_substituted_at_its_uses() {
+    // The cotangent of a scan's first state: a one-hot map of a range,
+    // read at index 0 and shifted. Both uses get their own copy, which the
+    // native backend computes where it reads it.
+    let input = "let Q = map (i. if i == 0 then g else 0) iota(m + 1) in \
+                 (Q[0], map2 (+) (shift1L Q) X)";
+    let (out, stats) = simp(&term(input));
+    assert!(stats.count(Rule::InlineIota) > 0, "fired: {stats}");
+    assert!(!out.to_string().contains("let Q"), "{out}");
+    let types = typed(&[("g", "R"), ("X", "[R; m]")]);
+    let vals = values(&[
+        ("g", Value::Real(2.5)),
+        ("X", Value::reals(&[1.0, -2.0, 0.25])),
+        ("m", Value::Real(3.0)),
+    ]);
+    assert_same_meaning(&term(input), &out, &types, &["m"], &vals);
+    // A body that can fail (an index) is stored once.
+    let (out, _) = simp(&term(
+        "let Q = map (i. X[1] * i) iota(m + 1) in (Q[0], map2 (+) (shift1L Q) X)",
+    ));
+    assert!(out.to_string().contains("let Q"), "{out}");
+}

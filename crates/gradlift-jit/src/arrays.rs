@@ -200,6 +200,26 @@ impl Translator<'_, '_> {
         Ok(load(self.b, addr, &a.elem))
     }
 
+    /// Element `k` (from the end if negative) of `e`, an array whose
+    /// elements a loop would compute where it reads them and which cannot
+    /// fail ([`fused_elements_cannot_fail`]): only that element is
+    /// computed, after the bounds check [`Translator::index`] makes.
+    pub fn index_source(&mut self, e: &Expr, k: i64) -> Result<Values, JitError> {
+        let s = self.source(e)?;
+        let len = s.len();
+        let i = if k < 0 {
+            self.b.ins().iadd_imm_s(len, k)
+        } else {
+            self.iconst(k)
+        };
+        let zero = self.iconst(0);
+        let above = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, i, zero);
+        let below = self.b.ins().icmp(IntCC::SignedLessThan, i, len);
+        let ok = self.b.ins().band(above, below);
+        self.check(ok, Status::IndexOutOfBounds, i);
+        self.element(&s, i)
+    }
+
     /// `[e1, ..., ek]`.
     pub fn array_literal(&mut self, e: &Expr, es: &[Expr]) -> Result<Values, JitError> {
         let vs = es
@@ -1146,7 +1166,7 @@ impl Source<'_> {
 /// computed, and checked, before the loop. A loop that skips some
 /// elements (a shift, a `take`) may then skip them without hiding an
 /// error.
-fn fused_elements_cannot_fail(e: &Expr) -> bool {
+pub(crate) fn fused_elements_cannot_fail(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Builtin(Builtin::Iota, _) => true,
         ExprKind::ArrayOp(op @ (ArrayOp::Map | ArrayOp::Map2), f, args) => {

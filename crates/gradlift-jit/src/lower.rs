@@ -537,6 +537,10 @@ impl Translator<'_, '_> {
                         return self.scan_end(*op, f, args);
                     }
                 }
+                if crate::arrays::fused_elements_cannot_fail(a) {
+                    // A map of a range, say: the one element is computed.
+                    return self.index_source(a, *k);
+                }
                 let a = self.array(a)?;
                 self.index(&a, *k)
             }

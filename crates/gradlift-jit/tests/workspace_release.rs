@@ -455,3 +455,16 @@ fn a_shifted_scan_read_out_of_order_is_stored() {
         assert_eq!(o.to_bits(), w.to_bits(), "element {k}");
     }
 }
+
+#[test]
+fn an_element_of_a_map_of_a_range_is_computed_alone() {
+    let f = compile(
+        "def f(A: [R; n]) -> R = \
+         (map (i. if i == 0 then 2 else 0) iota(len(A) + 1))[0] \
+         + (map (i. i * 0.5) iota(len(A)))[-1]",
+    );
+    let a = data(1000);
+    let (out, bytes) = run(&f, &a, 1);
+    assert_eq!(out[0], 2.0 + 999.0 * 0.5);
+    assert!(bytes <= 64, "{bytes} bytes");
+}

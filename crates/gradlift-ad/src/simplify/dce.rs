@@ -35,6 +35,7 @@ use super::rules::{Rule, Stats};
 use super::term::*;
 use gradlift_lang::deep::guard;
 use gradlift_lang::syntax::*;
+use gradlift_lang::Prim;
 
 /// The deepest value inlined into its single use.
 pub const MAX_INLINE_HEIGHT: u32 = 10;
@@ -162,24 +163,55 @@ impl Uses {
     }
 }
 
-/// Whether `e` is `iota(x)`, `iota(len(x))` or `iota(c)` for a variable `x`
-/// or a constant `c`. Such a range is substituted at every use: computing
-/// it again costs nothing where it is read element by element (the native
-/// backend computes `iota(n)[i]` in the reading loop instead of storing
-/// the range), and its free variable means the same at every use, since
-/// binders are unique.
+/// Whether `e` is `iota(s)` for a size expression `s` — a variable, a
+/// constant, `len(x)` of a variable, or a sum, difference or product of
+/// those — or a map of such a range whose body is a few operations on
+/// reals that cannot fail (`map (i. if i == 0 then g else 0) iota(m + 1)`,
+/// the cotangent of a scan's first state). Such a term is substituted at
+/// every use: computing it again costs little where it is read element by
+/// element (the native backend computes `iota(n)[i]`, and the elements of
+/// a map written in place, in the reading loop instead of storing them;
+/// an index into it computes the one element), and its free variables
+/// mean the same at every use, since binders are unique.
 fn is_range(e: &Expr) -> bool {
-    let ExprKind::Builtin(Builtin::Iota, args) = &e.kind else {
+    match &e.kind {
+        ExprKind::Builtin(Builtin::Iota, args) => matches!(&args[..], [a] if is_size(a, 2)),
+        ExprKind::ArrayOp(ArrayOp::Map, f, args) => {
+            matches!(&args[..], [r] if matches!(r.kind, ExprKind::Builtin(Builtin::Iota, _)) && is_range(r))
+                && matches!(&f.kind, ExprKind::Lambda(ps, body) if ps.len() == 1 && cheap(body, &mut 0))
+        }
+        _ => false,
+    }
+}
+
+/// Whether `e` is a size expression of at most `depth` operations.
+fn is_size(e: &Expr, depth: u32) -> bool {
+    match &e.kind {
+        ExprKind::Var(_) | ExprKind::Const(_) => true,
+        ExprKind::Builtin(Builtin::Len, xs) => {
+            matches!(&xs[..], [x] if matches!(x.kind, ExprKind::Var(_)))
+        }
+        ExprKind::Prim(Prim::Add | Prim::Sub | Prim::Mul, xs) if depth > 0 => {
+            xs.iter().all(|x| is_size(x, depth - 1))
+        }
+        _ => false,
+    }
+}
+
+/// The most nodes in the body of a map of a range substituted at its uses.
+const MAX_RANGE_MAP_NODES: u32 = 12;
+
+/// Whether `e` is built from at most [`MAX_RANGE_MAP_NODES`] constants,
+/// variables, primitives and `if`s: it cannot fail.
+fn cheap(e: &Expr, nodes: &mut u32) -> bool {
+    *nodes += 1;
+    if *nodes > MAX_RANGE_MAP_NODES {
         return false;
-    };
-    match &args[..] {
-        [a] => match &a.kind {
-            ExprKind::Var(_) | ExprKind::Const(_) => true,
-            ExprKind::Builtin(Builtin::Len, xs) => {
-                matches!(&xs[..], [x] if matches!(x.kind, ExprKind::Var(_)))
-            }
-            _ => false,
-        },
+    }
+    match &e.kind {
+        ExprKind::Const(_) | ExprKind::Var(_) => true,
+        ExprKind::Prim(_, xs) => xs.iter().all(|x| cheap(x, nodes)),
+        ExprKind::If(c, t, f) => cheap(c, nodes) && cheap(t, nodes) && cheap(f, nodes),
         _ => false,
     }
 }

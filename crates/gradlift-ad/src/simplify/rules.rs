@@ -209,8 +209,8 @@ rules! {
     InlineOnce = "inline-once", "let x = e₁ in C[x] ⇝ C[e₁]",
         "x occurs once, not inside a lambda (which would repeat e₁ per element), and e₁ is shallow";
     /// Inlining of an index range at each of its uses.
-    InlineIota = "inline-iota", "let x = iota(e) in C[x, x] ⇝ C[iota(e), iota(e)]",
-        "e is a variable, a constant or len of a variable; no use is inside a lambda; the native backend computes iota(e)[i] in the loop that reads it";
+    InlineIota = "inline-iota", "let x = iota(e) in C[x, x] ⇝ C[iota(e), iota(e)];  likewise let x = map (i. b) iota(e)",
+        "e is a size expression (variables, constants, len of a variable, +, -, *); b is at most 12 constants, variables, primitives and ifs; no use is inside a lambda; the native backend computes the elements in the loop that reads them, or the one element an index reads";
     /// Common-subexpression elimination.
     Cse = "cse", "let x = e in … e … ⇝ let x = e in … x …", "the free variables of e mean the same at both places";
 }
