@@ -13,11 +13,17 @@
 //! fusion, [`Translator::source`]); a map whose body ends in a map writes
 //! the inner elements into its own result row ([`Translator::lower_into`]);
 //! `(scanr …)[0]` and `(scanl …)[-1]` are folds that store no states
-//! ([`Translator::scan_end`]). `iota(n)` read by a loop is not stored, and
-//! neither is a `shift1L`/`shift1R` of a fused map whose elements cannot
-//! fail; `concat` writes a map part straight into its result. Arrays stored into a row are checked to have
-//! the row's shape, and every index, length and count is checked before
-//! memory is touched.
+//! ([`Translator::scan_end`]). A loop also computes in place, instead of
+//! reading them from memory: `iota(n)`; a `shift1L`, `shift1R` or `take`
+//! of a fused array whose elements cannot fail; a `concat` of reals; and,
+//! when it reads its elements in order, a shifted `scanl` of reals, whose
+//! state it carries ([`Source`]). An index into a map of a range computes
+//! the one element ([`Translator::index_source`]); a stored `concat` writes
+//! a map part straight into its result. A loop's accumulator lives in
+//! variables and, for its arrays, two buffers ([`Translator::lower_to`],
+//! `checkpoint.rs`). Arrays stored into a row are checked to have the
+//! row's shape, and every index, length and count is checked before memory
+//! is touched.
 
 use crate::abi::Status;
 use crate::lower::{unsupported, Translator};
@@ -185,16 +191,7 @@ impl Translator<'_, '_> {
 
     /// Element `k` (negative counts from the end), bounds checked.
     pub fn index(&mut self, a: &ArrayVal, k: i64) -> Result<Values, JitError> {
-        let i = if k < 0 {
-            self.b.ins().iadd_imm_s(a.len, k)
-        } else {
-            self.iconst(k)
-        };
-        let zero = self.iconst(0);
-        let above = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, i, zero);
-        let below = self.b.ins().icmp(IntCC::SignedLessThan, i, a.len);
-        let ok = self.b.ins().band(above, below);
-        self.check(ok, Status::IndexOutOfBounds, i);
+        let i = self.checked_index(a.len, k);
         let stride = unchecked_bytes(self.b, &a.elem);
         let addr = self.element_addr(a.ptr, i, stride);
         Ok(load(self.b, addr, &a.elem))
@@ -206,7 +203,13 @@ impl Translator<'_, '_> {
     /// computed, after the bounds check [`Translator::index`] makes.
     pub fn index_source(&mut self, e: &Expr, k: i64) -> Result<Values, JitError> {
         let s = self.source(e)?;
-        let len = s.len();
+        let i = self.checked_index(s.len(), k);
+        self.element(&s, i)
+    }
+
+    /// The position of element `k` (negative counts from the end) of an
+    /// array of length `len`, checked to be in bounds.
+    fn checked_index(&mut self, len: Value, k: i64) -> Value {
         let i = if k < 0 {
             self.b.ins().iadd_imm_s(len, k)
         } else {
@@ -217,7 +220,7 @@ impl Translator<'_, '_> {
         let below = self.b.ins().icmp(IntCC::SignedLessThan, i, len);
         let ok = self.b.ins().band(above, below);
         self.check(ok, Status::IndexOutOfBounds, i);
-        self.element(&s, i)
+        i
     }
 
     /// `[e1, ..., ek]`.
@@ -552,9 +555,11 @@ impl Translator<'_, '_> {
         }
     }
 
-    /// Lowers `e`, putting its value where `dest` says: through `let`s
-    /// and tuples, each part bound for memory is written there by
-    /// [`Translator::lower_into`] (a `map` ending the term builds it there).
+    /// Lowers `e`, putting its value where `dest` says: through `let`s,
+    /// tuples and the branches of `if`s, each part bound for memory is
+    /// written there by [`Translator::lower_into`] (a `map` ending the term
+    /// builds it there) or, if it is the accumulator's current array, kept
+    /// where it is ([`Translator::put`]).
     pub(crate) fn lower_to(
         &mut self,
         e: &Expr,

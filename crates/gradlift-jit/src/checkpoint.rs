@@ -115,7 +115,7 @@ pub(crate) enum Dest {
     /// array whose view (pointer, length) is the third field (the current
     /// value of a loop's accumulator, which the step does not write), that
     /// array as it is.
-    At(Value, Shape, Option<(Value, Value)>),
+    At(Value, Shape, (Value, Value)),
 }
 
 /// The addresses of the arrays of `d`, in walk order.
@@ -239,7 +239,7 @@ impl Translator<'_, '_> {
                     let mut inner = Vec::new();
                     a.elem.flatten(&mut inner);
                     *flat += 2 + inner.len();
-                    Dest::At(t.b.use_var(*next), shape.clone(), Some((ptr, len)))
+                    Dest::At(t.b.use_var(*next), shape.clone(), (ptr, len))
                 }
                 Values::Real(_) | Values::Bool(_) => {
                     *flat += 1;
@@ -250,7 +250,10 @@ impl Translator<'_, '_> {
         walk(self, &c.template, c, &mut 0, &mut 0)
     }
 
-    /// Puts `v` where `dest` says: its arrays are copied there.
+    /// Puts `v` where `dest` says: its arrays are copied there, except an
+    /// array that is the accumulator's current one, which stays where it
+    /// is (known when lowering, or checked at run time for a view merged
+    /// from branches).
     pub(crate) fn put(&mut self, v: &Values, dest: &Dest) -> Result<Values, JitError> {
         match (v, dest) {
             (_, Dest::Value) => Ok(v.clone()),
@@ -260,13 +263,13 @@ impl Translator<'_, '_> {
                     .map(|(v, d)| self.put(v, d))
                     .collect::<Result<_, _>>()?,
             )),
-            (Values::Array(a), Dest::At(_, _, Some((ptr, len))))
+            (Values::Array(a), Dest::At(_, _, (ptr, len)))
                 if self.same(a.ptr, *ptr) && self.same(a.len, *len) =>
             {
                 // The accumulator's array, unchanged: kept where it is.
                 Ok(v.clone())
             }
-            (Values::Array(a), Dest::At(at, shape, Some((ptr, len))))
+            (Values::Array(a), Dest::At(at, shape, (ptr, len)))
                 if matches!(
                     self.b
                         .func

@@ -20,10 +20,11 @@
 //! moving one into a branch of `if` not taken, removes that error. This is
 //! accepted, as in every optimizing compiler for a pure language.
 //!
-//! An index range (`iota` of a variable, a constant or the length of a
-//! variable) is substituted at every use outside lambdas instead
-//! (`inline-iota`, not in the paper), since reading it again costs
-//! nothing: the native backend computes `iota(n)[i]` in the reading loop.
+//! An index range (`iota` of a size expression) and a cheap map of one
+//! are substituted at every use outside lambdas instead (`inline-iota`,
+//! not in the paper), since reading them again costs little: the native
+//! backend computes their elements in the reading loop, or the one element
+//! an index reads.
 //!
 //! Three linear walks: count the uses of each variable; sweep the `let`
 //! chains from the inside out, dropping dead bindings and uncounting the

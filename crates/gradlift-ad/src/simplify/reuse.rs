@@ -86,10 +86,9 @@ fn reuse(bindings: &mut Vec<Binding>, t: usize) -> bool {
     let mut between: Vec<Name> = Vec::new();
     for p in t + 1..bindings.len() {
         bindings[p - 1].pat.names(&mut between);
-        let Some(e) = map_of(&bindings[p].value, x) else {
-            continue;
-        };
-        let (Pattern::Var(..), Some((param, elem))) = (&bindings[p].pat, e) else {
+        let (Pattern::Var(..), Some((param, elem))) =
+            (&bindings[p].pat, map_of(&bindings[p].value, x))
+        else {
             continue;
         };
         if mentions(elem, &between) || !cannot_fail(elem) || !calls(elem) {
@@ -121,7 +120,7 @@ fn reuse(bindings: &mut Vec<Binding>, t: usize) -> bool {
 }
 
 /// For `map (v'. E') X` over the variable `x`: `v'` and `E'`.
-fn map_of<'a>(e: &'a Expr, x: &Name) -> Option<Option<(&'a Name, &'a Expr)>> {
+fn map_of<'a>(e: &'a Expr, x: &Name) -> Option<(&'a Name, &'a Expr)> {
     let ExprKind::ArrayOp(ArrayOp::Map, f, args) = &e.kind else {
         return None;
     };
@@ -132,11 +131,11 @@ fn map_of<'a>(e: &'a Expr, x: &Name) -> Option<Option<(&'a Name, &'a Expr)>> {
         return None;
     };
     match params.as_slice() {
-        [p] => match &p.pat {
-            Pattern::Var(n, _) => Some(Some((n, &**body))),
-            _ => Some(None),
-        },
-        _ => Some(None),
+        [Param {
+            pat: Pattern::Var(n, _),
+            ..
+        }] => Some((n, &**body)),
+        _ => None,
     }
 }
 

@@ -34,7 +34,11 @@
 //! consumer reads. A component is derived when it is built by at most
 //! [`MAX_DERIVED_OPS`] primitive operations from constants, variables
 //! bound outside the map, and at least one other component that is a
-//! variable.
+//! variable. Likewise an array component `map (a. E) W` — `W` bound outside
+//! the map, `E` a few operations on `a` and reals of the element — is
+//! stored as those reals and rebuilt where it is read (rule
+//! `rebuilt-component`). Neither rule is in the paper; both compute the
+//! same operations on the same operands as the stored term did.
 
 use super::prune::{children_mut, keep_components, numbering, projected, renumber, tail_arity};
 use super::rules::{Rule, Stats};
