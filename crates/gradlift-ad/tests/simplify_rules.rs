@@ -629,3 +629,68 @@ fn a_cheap_map_of_a_range_is_substituted_at_its_uses() {
     ));
     assert!(out.to_string().contains("let Q"), "{out}");
 }
+
+// ---- Accumulators that stay zero
+
+#[test]
+fn a_scan_started_and_fed_with_structural_zeros_stays_zero() {
+    // The reverse of a scan whose states have no cotangent: multiplying
+    // the zeros by the partial derivatives would make 0 * inf = nan.
+    let input = "scanl ((g, h), (b, z). (z + b * g, g * b / b)) (zero, zero) \
+                 (map (b. (b, zero)) B)";
+    let (out, stats) = simp(&term(input));
+    assert_eq!(stats.count(Rule::ZeroCarry), 1, "fired: {stats}");
+    assert_eq!(
+        flat(&out.to_string()),
+        flat("replicate(len(B) + 1.0, (0.0, 0.0))")
+    );
+    rewrites(
+        "foldl (g, b. if b > 0 then -(g * b) else zero) zero B + y",
+        "y",
+        Rule::ZeroCarry,
+    );
+    rewrites(
+        "scanr (g, b. b * g) zero (shift1L B)",
+        "replicate(len(B), 0.0)",
+        Rule::ZeroCarry,
+    );
+    let types = typed(&[("B", "[R; n]")]);
+    // (The rule may change the sign of a zero: here no element is negative.)
+    let vals = values(&[("B", Value::reals(&[1.0, 2.0, 0.25]))]);
+    let before = term(input);
+    let (after, _) = simp(&before);
+    assert_same_meaning(&before, &after, &types, &["n"], &vals);
+}
+
+#[test]
+fn an_accumulator_that_can_leave_zero_is_kept() {
+    for input in [
+        // The element is added in.
+        "scanl (g, b. g + b) zero B",
+        // A constant is added.
+        "foldl (g, b. g * b + 1) zero B",
+        // A zero the user wrote: 0 * inf is nan.
+        "foldl (g, b. g * b) 0 B",
+        // One branch leaves zero.
+        "foldl (g, b. if b > 0 then g * b else b) zero B",
+        // The element's zero is only in some of the array's elements.
+        "scanl (g, p. g * p.0 + p.1) zero (map (b. (b, if b > 0 then zero else b)) B)",
+    ] {
+        let (_, stats) = simp(&term(input));
+        assert_eq!(stats.count(Rule::ZeroCarry), 0, "{input}\nfired: {stats}");
+    }
+}
+
+#[test]
+fn lengths_are_read_from_the_array_an_operation_ranges_over() {
+    rewrites(
+        "len(map (x. x * 2) (shift1L X)) + y",
+        "len(X) - 1.0 + y",
+        Rule::LenOfOp,
+    );
+    rewrites(
+        "len(scanl (+) 0 (map2 (+) X Y))",
+        "len(X) + 1.0",
+        Rule::LenOfOp,
+    );
+}

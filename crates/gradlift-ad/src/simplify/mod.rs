@@ -60,6 +60,7 @@ mod rules;
 mod split;
 mod term;
 mod verify;
+mod zeros;
 
 pub use dce::MAX_INLINE_HEIGHT;
 pub use rules::{Rule, RuleInfo, Stats};

@@ -158,6 +158,16 @@ rules! {
     ScanFill = "scan-fill",
         "scanr (*) z OnesLike(n) ⇝ replicate(n+1, z);  scanl likewise;  scanl/scanr (+) z ZerosLike(n) ⇝ replicate(n+1, z)   (scanr (*) 1 OnesLike(n) ⇝ OnesLike(n+1))",
         "the length is known as a size; for zeros, the guard of add-zero";
+    /// A fold or scan whose accumulator starts as a structural zero and
+    /// stays one (the reverse of a scan whose result has no cotangent).
+    ZeroCarry = "zero-carry",
+        "foldl f 0ₛ A ⇝ 0ₛ;  scanl f 0ₛ A ⇝ replicate(len A + 1, 0ₛ);  scanr likewise   (0ₛ may be a tuple of them)",
+        "f(0ₛ, a) is a structural zero by the rules for 0ₛ (0ₛ·e, e·0ₛ, 0ₛ/e, 0ₛ ± 0ₛ, −0ₛ, through let, tuples, projections and both branches of if), the components of a that A's function makes structural zeros being zeros";
+    /// The length of an array computed elementwise, read from the array
+    /// it is computed from.
+    LenOfOp = "len-of-op",
+        "len(map f A) ⇝ len(A);  len(map2 f A B) ⇝ len(A);  len(shift1L A) ⇝ len(A) - 1 (shift1R likewise);  len(scanl f z A) ⇝ len(A) + 1 (scanr likewise)",
+        "A (through these operations) is a variable; the run-time errors of the dropped computation go with it";
     /// Indexing a known array.
     IndexKnown = "index-known", "[e₀..eₙ][k] ⇝ eₖ;  Fill(c)[k] ⇝ c", "";
     /// Map fusion (classic array simplification).

@@ -197,3 +197,35 @@ pub(super) fn mentions(e: &Expr, names: &[Name]) -> bool {
         }
     })
 }
+
+/// The length of the array `e` as `len(x) + offset`, for a variable `x`
+/// that `e` is computed from elementwise (through `map`, `map2`, shifts
+/// and scans), without computing `e`.
+pub(super) fn length_of(e: &Expr) -> Option<(Name, i64)> {
+    guard(|| match &e.kind {
+        ExprKind::Var(n) => Some((n.clone(), 0)),
+        ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, _, xs) => xs.iter().find_map(length_of),
+        ExprKind::ArrayOp(ArrayOp::Scanl | ArrayOp::Scanr, _, xs) => {
+            length_of(&xs[1]).map(|(x, k)| (x, k + 1))
+        }
+        ExprKind::Builtin(Builtin::Shift1L | Builtin::Shift1R, xs) => {
+            length_of(&xs[0]).map(|(x, k)| (x, k - 1))
+        }
+        _ => None,
+    })
+}
+
+/// `len(x) + offset`, a size expression.
+pub(super) fn len_plus(x: Name, offset: i64) -> Expr {
+    let len = mk(ExprKind::Builtin(Builtin::Len, vec![var(&x)]));
+    match offset {
+        0 => len,
+        k => {
+            let op = if k > 0 { Prim::Add } else { Prim::Sub };
+            mk(ExprKind::Prim(
+                op,
+                vec![len, mk(ExprKind::Const(k.unsigned_abs() as f64))],
+            ))
+        }
+    }
+}

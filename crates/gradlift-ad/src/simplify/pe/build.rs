@@ -12,6 +12,7 @@ use crate::simplify::fill::var_fill_of;
 use crate::simplify::rewrite::{self, ArrayRewrite, IndexRewrite, Scalar, ShiftRewrite};
 use crate::simplify::rules::Rule;
 use crate::simplify::term::*;
+use crate::simplify::zeros;
 use gradlift_lang::syntax::*;
 use gradlift_lang::{Prim, Span};
 use std::rc::Rc;
@@ -199,6 +200,20 @@ impl Pe<'_> {
                 }
             };
         }
+        if let Some(carried) = zeros::carried(op, &f, &vals, &self.facts) {
+            self.stats.fire(Rule::ZeroCarry);
+            let start = vals.swap_remove(0);
+            return match carried {
+                zeros::Carried::Fold => Ok(start),
+                zeros::Carried::Scan(len) => {
+                    let z = self.residual(start, span)?;
+                    Ok(code(
+                        ExprKind::Builtin(Builtin::Replicate, vec![len, z]),
+                        span,
+                    ))
+                }
+            };
+        }
         // A `map2` argument holding one variable everywhere: the variable in
         // the body (`map2-fill-arg` for a variable).
         if op == ArrayOp::Map2 && !matches!(f.kind, ExprKind::Var(_)) {
@@ -264,6 +279,12 @@ impl Pe<'_> {
                 span,
                 format!("`{}` with {} arguments", b.name(), vals.len()),
             );
+        }
+        if let (Builtin::Len, [Val::Code(e)]) = (b, vals.as_slice()) {
+            if let Some((x, offset)) = length_of(e) {
+                self.stats.fire(Rule::LenOfOp);
+                return Ok(val_of(len_plus(x, offset)));
+            }
         }
         if matches!(b, Builtin::Shift1L | Builtin::Shift1R) {
             if let Some((rule, out)) = rewrite::shift(&vals[0], &self.facts) {
