@@ -3,8 +3,11 @@
 //! `take`, `drop`, `shift1L`, `shift1R`, `len`), array literals and
 //! indexing.
 //!
-//! A loop is `header: i < n ? body : exit`; its index and any accumulator
-//! are Cranelift `Variable`s, everything else is SSA. The lambda's body is
+//! A loop is rotated: `0 < n ? body : exit` once, then `body; i += 1;
+//! i < n ? body : exit` (one branch an iteration); its index and any
+//! accumulator are Cranelift `Variable`s, everything else is SSA. The
+//! address of a row of a nested array is opaque to instruction selection
+//! ([`crate::values::opaque`]), so loops over the row do not recompute it. The lambda's body is
 //! lowered inline in the loop body with its parameters bound to the loaded
 //! elements. Results are written to fresh workspace memory, element `i` at
 //! `ptr + i·stride`; slicing builtins return views (no copy). A `map` or
@@ -58,24 +61,35 @@ impl Translator<'_, '_> {
         let index = self.b.declare_var(types::I64);
         let zero = self.iconst(0);
         self.b.def_var(index, zero);
-        let (header, block, exit) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
-        self.b.ins().jump(header, &[]);
-        self.b.switch_to_block(header);
-        let i = self.b.use_var(index);
-        let more = self.b.ins().icmp(IntCC::SignedLessThan, i, n);
-        let outs: Vec<Value> = results.iter().map(|v| self.b.use_var(*v)).collect();
-        let args: Vec<BlockArg> = outs.iter().map(|v| BlockArg::Value(*v)).collect();
-        self.b.ins().brif(more, block, &[], exit, &args);
+        let (block, exit) = (self.b.create_block(), self.b.create_block());
+        let outs = |t: &mut Self| -> Vec<BlockArg> {
+            results
+                .iter()
+                .map(|v| BlockArg::Value(t.b.use_var(*v)))
+                .collect()
+        };
+        // Rotated: one test before the first iteration, then one at the
+        // end of each, branching back.
+        let any = self.b.ins().icmp(IntCC::SignedLessThan, zero, n);
+        let args = outs(self);
+        self.b.ins().brif(any, block, &[], exit, &args);
         self.b.switch_to_block(block);
+        let i = self.b.use_var(index);
         self.region(|t| body(t, i))?;
         let next = self.b.ins().iadd_imm_s(i, 1);
         self.b.def_var(index, next);
-        self.b.ins().jump(header, &[]);
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, next, n);
+        let args = outs(self);
+        let out_values: Vec<Value> = args
+            .iter()
+            .map(|a| match a {
+                BlockArg::Value(v) => *v,
+                _ => unreachable!("values only"),
+            })
+            .collect();
+        self.b.ins().brif(more, block, &[], exit, &args);
         self.b.switch_to_block(exit);
+        let outs = out_values;
         // Every parameter before any instruction in the block.
         let params: Vec<Value> = outs
             .iter()

@@ -156,11 +156,22 @@ pub(crate) fn load(b: &mut FunctionBuilder, addr: Value, shape: &Shape) -> Value
             Values::Tuple(out)
         }
         Shape::Array(len, elem) => Values::Array(ArrayVal {
-            ptr: addr,
+            ptr: opaque(b, addr),
             len: *len,
             elem: (**elem).clone(),
         }),
     }
+}
+
+/// `ptr`, as a value instruction selection cannot see through. A row's
+/// address is computed once per outer iteration (`base + k·stride`); an
+/// inner loop reading the row at `ptr + i·8` would otherwise have the
+/// computation folded into each of its address modes, recomputing it at
+/// every element (Cranelift merges pure instructions into their uses,
+/// wherever they are). An instruction with two results is never merged.
+pub(crate) fn opaque(b: &mut FunctionBuilder, ptr: Value) -> Value {
+    let zero = b.ins().iconst(types::I64, 0);
+    b.ins().uadd_overflow(ptr, zero).0
 }
 
 /// Bytes an element of `shape` takes, without overflow checks: only for
