@@ -7,7 +7,9 @@
 //! i < n ? body : exit` (one branch an iteration); its index and any
 //! accumulator are Cranelift `Variable`s, everything else is SSA. The
 //! address of a row of a nested array is opaque to instruction selection
-//! ([`crate::values::opaque`]), so loops over the row do not recompute it. The lambda's body is
+//! ([`crate::values::opaque`]), so loops over the row do not recompute it.
+//! A stored map carries the folds over it that can ride along
+//! ([`Translator::map_with_folds`], chosen in `horizontal.rs`). The lambda's body is
 //! lowered inline in the loop body with its parameters bound to the loaded
 //! elements. Results are written to fresh workspace memory, element `i` at
 //! `ptr + i·stride`; slicing builtins return views (no copy). A `map` or
@@ -452,10 +454,51 @@ impl Translator<'_, '_> {
             params,
             body,
             tys,
+            out_ty,
             sources,
             len,
             shape,
         })
+    }
+
+    /// A `map`/`map2` stored in fresh workspace memory, with folds over
+    /// its result computed in its loop (see `horizontal.rs`): the array
+    /// and the folds' results.
+    pub(crate) fn map_with_folds(
+        &mut self,
+        params: &[Param],
+        body: &Expr,
+        args: &[Expr],
+        riders: &[crate::horizontal::Rider<'_>],
+    ) -> Result<(Values, Vec<Values>), JitError> {
+        let m = self.mapping(params, body, args)?;
+        let (ptr, stride) = self.alloc_array(m.len, &m.shape)?;
+        let mut folds = Vec::with_capacity(riders.len());
+        for r in riders {
+            let start = self.lower(r.start)?;
+            let vars = self.variables(&start);
+            folds.push(Fold {
+                params: r.params,
+                body: r.body,
+                tys: [r.ty.clone(), m.out_ty.clone()],
+                start,
+                vars,
+            });
+        }
+        self.write_mapping_with(&m, ptr, stride, &folds)?;
+        let results = folds
+            .iter()
+            .map(|f| {
+                let current: Vec<Value> = f.vars.iter().map(|v| self.b.use_var(*v)).collect();
+                f.start.rebuild(&mut current.into_iter())
+            })
+            .collect();
+        let array = Values::Array(ArrayVal {
+            ptr,
+            len: m.len,
+            elem: m.shape,
+        });
+        Ok((array, results))
     }
 
     /// The loop of a [`Mapping`], writing element `i` at `ptr + i·stride`.
@@ -465,7 +508,21 @@ impl Translator<'_, '_> {
         ptr: Value,
         stride: Value,
     ) -> Result<(), JitError> {
-        self.for_range(m.len, &mut |t, i| {
+        self.write_mapping_with(m, ptr, stride, &[])
+    }
+
+    /// [`Translator::write_mapping`], also updating `folds` with each
+    /// element written.
+    fn write_mapping_with(
+        &mut self,
+        m: &Mapping<'_>,
+        ptr: Value,
+        stride: Value,
+        folds: &[Fold<'_>],
+    ) -> Result<(), JitError> {
+        let results: Vec<cranelift_frontend::Variable> =
+            folds.iter().flat_map(|f| f.vars.iter().copied()).collect();
+        self.for_range_out(m.len, &results, &mut |t, i| {
             // The element is written into the result (its arrays built
             // there directly where the body ends in a map): the body's
             // temporaries die with the iteration.
@@ -479,6 +536,21 @@ impl Translator<'_, '_> {
             }
             let at = t.element_addr(ptr, i, stride);
             t.lower_into(m.body, at, &m.shape)?;
+            if !folds.is_empty() {
+                let x = load(t.b, at, &m.shape);
+                for f in folds {
+                    let current: Vec<Value> = f.vars.iter().map(|v| t.b.use_var(*v)).collect();
+                    let acc = f.start.rebuild(&mut current.into_iter());
+                    let next = t.apply(f.params, f.body, vec![acc, x.clone()], &f.tys)?;
+                    let next = next.to_vec();
+                    if next.len() != f.vars.len() {
+                        return Err(JitError::Internal("accumulator layout changes".into()));
+                    }
+                    for (var, v) in f.vars.iter().zip(next) {
+                        t.b.def_var(*var, v);
+                    }
+                }
+            }
             t.release(mark);
             Ok(())
         })
@@ -1097,9 +1169,22 @@ struct Mapping<'e> {
     params: &'e [Param],
     body: &'e Expr,
     tys: Vec<Type>,
+    /// The type of an element of the result.
+    out_ty: Type,
     sources: Vec<Source<'e>>,
     len: Value,
     shape: Shape,
+}
+
+/// A fold computed in a map's loop: its function, the types of its
+/// parameters, its start (the layout of its accumulator) and the
+/// variables holding the accumulator.
+pub(crate) struct Fold<'e> {
+    params: &'e [Param],
+    body: &'e Expr,
+    tys: [Type; 2],
+    start: Values,
+    vars: Vec<cranelift_frontend::Variable>,
 }
 
 /// A part of a `concat`.
@@ -1224,7 +1309,7 @@ fn read_safely(e: &Expr) -> bool {
 
 /// Whether evaluating `e` cannot end in an error: it is built from
 /// constants, variables, primitives, `let`, tuples, projections and `if`.
-fn cannot_fail(e: &Expr) -> bool {
+pub(crate) fn cannot_fail(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::PrimFn(_) => true,
         ExprKind::Prim(_, args) | ExprKind::Tuple(args) => args.iter().all(cannot_fail),

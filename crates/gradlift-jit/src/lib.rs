@@ -22,6 +22,7 @@ mod arrays;
 mod bind;
 mod checkpoint;
 mod eta;
+mod horizontal;
 mod jit;
 mod layout;
 mod lower;

@@ -508,20 +508,7 @@ impl Translator<'_, '_> {
                     _ => Values::Bool(v),
                 })
             }
-            ExprKind::Let { .. } => {
-                let mut cur = e;
-                while let ExprKind::Let {
-                    pat,
-                    ty,
-                    value,
-                    body,
-                } = &cur.kind
-                {
-                    self.bind_let(pat, ty.as_ref(), value)?;
-                    cur = body;
-                }
-                self.labelled(|| one_line(cur), |t| t.lower(cur))
-            }
+            ExprKind::Let { .. } => self.let_chain(e),
             ExprKind::Tuple(es) => Ok(Values::Tuple(
                 es.iter().map(|x| self.lower(x)).collect::<Result<_, _>>()?,
             )),

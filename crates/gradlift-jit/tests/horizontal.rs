@@ -1,0 +1,109 @@
+//! Horizontal fusion: a fold over a stored `map` runs in the map's loop
+//! when nothing it needs is computed after the map, and the results are
+//! the interpreter's, bit for bit. Where the fold cannot ride along (it
+//! reads a value computed from the map, its body can fail, the map's name
+//! is shadowed), it runs as its own loop.
+
+use gradlift_ad::inline::inline;
+use gradlift_jit::Jit;
+use gradlift_lang::{check_source, interp, Value};
+
+/// The function's value by the JIT and by the interpreter (which must be
+/// the same, bit for bit), and the number of loops in its Cranelift IR.
+fn run(source: &str, args: &[Value]) -> (Value, usize) {
+    let checked = check_source("<test>", source).unwrap();
+    let last = checked.module.defs.len() - 1;
+    let closed = inline(&checked, last);
+    let jit = Jit::new().unwrap().verify(true);
+    let got = jit.compile(&closed).unwrap().call(args).unwrap();
+    let want = interp::call(&checked, last, args);
+    match want {
+        Ok(want) => assert!(got.same(&want), "JIT {got}, interpreter {want}"),
+        Err(e) => panic!("the interpreter failed: {e}"),
+    }
+    // A loop is a block some later block branches back to.
+    let clif = jit.clif(&closed).unwrap();
+    let mut seen: Vec<String> = Vec::new();
+    let mut headers = std::collections::BTreeSet::new();
+    for line in clif.lines() {
+        let l = line.trim();
+        if l.starts_with("block") && l.contains(':') && !l.contains('=') {
+            seen.push(l.split(['(', ':']).next().unwrap().to_string());
+        } else if l.starts_with("brif") || l.starts_with("jump") {
+            for w in l.split([' ', ',', '(']) {
+                if w.starts_with("block") && seen.iter().any(|b| b == w) {
+                    headers.insert(w.to_string());
+                }
+            }
+        }
+    }
+    let loops = headers.len();
+    (got, loops)
+}
+
+fn data(n: usize) -> Value {
+    Value::reals(
+        &(0..n)
+            .map(|i| (i as f64 * 0.37).sin() * 3.0 + if i == 5 { f64::INFINITY } else { 0.0 })
+            .collect::<Vec<_>>(),
+    )
+}
+
+#[test]
+fn a_fold_over_a_stored_map_runs_in_the_maps_loop() {
+    // `t` and `s` ride along with `P`; `u` needs `t`, so it cannot. (Each
+    // is used twice, or it would be computed where it is used.)
+    let source = "def f(x: [R; n], a: R) -> (R, R, R, R, [R; n]) =
+      let P = map (v. exp(v - a)) x in
+      let t = foldl (acc, p. acc + p) 0 P in
+      let s = reduce max (-inf) P in
+      let u = foldl (acc, p. acc + p / t) 0 P in
+      (t + s, t * s, u, u * 2, P)";
+    let (_, loops) = run(source, &[data(50), Value::Real(0.5)]);
+    // The map with `t` and `s`, then `u`, then the copy of `P` to the
+    // result.
+    assert_eq!(loops, 3);
+}
+
+#[test]
+fn folds_that_cannot_ride_along_run_on_their_own() {
+    for source in [
+        // The fold's body indexes an array: it could fail before bindings
+        // between the map and the fold do.
+        "def f(x: [R; n], a: R) -> (R, R, R) =
+           let P = map (v. v * a) x in
+           let b = x[0] in
+           let r = foldl (acc, p. acc + p * x[1]) b P in
+           (r, r * 2, P[1])",
+        // The start is computed after the map (from it).
+        "def f(x: [R; n], a: R) -> (R, R, R) =
+           let P = map (v. v * a) x in
+           let b = P[0] + a in
+           let r = foldl (acc, p. acc + p) b P in
+           (r, r * 2, b)",
+        // ... or not from it: still after it.
+        "def f(x: [R; n], a: R) -> (R, R, R) =
+           let P = map (v. v * a) x in
+           let b = a * a in
+           let r = foldl (acc, p. acc + p) b P in
+           (r, r * 2, P[1] + b)",
+    ] {
+        let (_, loops) = run(source, &[data(20), Value::Real(1.5)]);
+        assert_eq!(loops, 2, "{source}");
+    }
+}
+
+#[test]
+fn the_folds_of_an_empty_map_are_their_starts() {
+    let source = "def f(x: [R; n], a: R) -> (R, R, R, R) =
+      let P = map (v. v * a) x in
+      let t = foldl (acc, p. acc + p) (-0.0) P in
+      let m = reduce min inf P in
+      (t, m, t * 2, m * 2)";
+    let (got, loops) = run(source, &[data(0), Value::Real(1.5)]);
+    assert_eq!(loops, 1);
+    let want = [-0.0, f64::INFINITY, -0.0, f64::INFINITY].map(Value::Real);
+    assert!(got.same(&Value::Tuple(want.to_vec().into())), "{got}");
+    // And with elements: the interpreter's result, bit for bit (`run`).
+    run(source, &[data(30), Value::Real(-1.5)]);
+}
