@@ -308,6 +308,12 @@ struct EmitArgs {
     /// gradient; the source stage is always the function.
     #[arg(long)]
     grad: bool,
+    /// For --stage opt, clif and asm: the Hessian-vector product program
+    /// (forward mode over the optimized gradient, what `gradlift hvp` and
+    /// GradBench's kmeans `dir` run), which takes a direction `dNAME` for
+    /// each value parameter after the parameters.
+    #[arg(long, conflicts_with = "grad")]
+    hvp: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -538,6 +544,14 @@ fn emit(a: EmitArgs) -> Result<(), String> {
             .gradient(None, options(a.via, false, true))
             .map_err(|e| format!("error: {e}"))
     };
+    let hvp = || {
+        let module = program.module();
+        let index = module
+            .index_of(&closed.name)
+            .ok_or_else(|| format!("error: no function `{}`", closed.name))?;
+        gradlift::ad::pipeline::hvp_program(module, index, options(a.via, false, true))
+            .map_err(|e| format!("error: {e}"))
+    };
     if let Some(path) = &a.object {
         let triple = a.triple.clone().unwrap_or_else(gradlift::Jit::host_triple);
         let jit = gradlift::Jit::for_target(&triple).map_err(|e| format!("error: {e}"))?;
@@ -599,7 +613,9 @@ fn emit(a: EmitArgs) -> Result<(), String> {
         Stage::Unf => print!("{}", gradlift::ad::pipeline::source_unf(&closed)),
         Stage::TargetUnf => print!("{}", gradlift::ad::pipeline::target_unf(&closed)),
         Stage::Clif | Stage::Asm => {
-            let program = if a.grad {
+            let program = if a.hvp {
+                hvp()?
+            } else if a.grad {
                 gradient()?.closed()
             } else {
                 function.optimized().map_err(|e| format!("error: {e}"))?
@@ -610,6 +626,20 @@ fn emit(a: EmitArgs) -> Result<(), String> {
                 _ => jit.asm(&program),
             };
             print!("{}", text.map_err(|e| format!("error: {e}"))?);
+        }
+        Stage::Opt if a.hvp => {
+            let h = hvp()?;
+            let mut d = def(h.name.to_string(), h.ret.clone(), h.body);
+            d.params = h
+                .params
+                .iter()
+                .map(|(n, t)| gradlift::lang::syntax::DefParam {
+                    name: n.clone(),
+                    span: Default::default(),
+                    ty: t.clone(),
+                })
+                .collect();
+            print!("{d}");
         }
         Stage::Opt if !a.grad => {
             // What `Function::compile` lowers.
