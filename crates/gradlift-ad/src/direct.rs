@@ -37,6 +37,7 @@
 use crate::adjoint::{is_atom, Adj};
 use crate::inline::Closed;
 use crate::names::NameSupply;
+use crate::rules::fold::{known_monoid, Monoid};
 use gradlift_lang::build::*;
 use gradlift_lang::deep::guard;
 use gradlift_lang::interp::free_vars;
@@ -732,6 +733,34 @@ impl Deriver {
         let lam = lambda(names.iter().map(pvar).collect(), body.clone());
         let arg_atoms: Vec<Expr> = args.iter().map(|a| a.0.clone()).collect();
         let unit = self.constant_value(&arg_atoms[0]);
+        let extremum = match op {
+            ArrayOp::Reduce | ArrayOp::Foldl(None) => known_monoid(&names, &body, &unit)
+                .filter(|m| matches!(m, Monoid::Max | Monoid::Min)),
+            _ => None,
+        };
+        if let Some(m) = extremum {
+            // Keep the extremum's position with it: the reverse sends the
+            // cotangent there without searching the array again.
+            let ext_value = self.extremum_with_position(m == Monoid::Max, &arg_atoms);
+            let (ext, _) = self.emit(tape, "ext", ext_value, StepKind::Constant)?;
+            tape.steps.pop();
+            let ExprKind::Var(ext_name) = &ext.kind else {
+                unreachable!("emit returns a variable")
+            };
+            let ext_name = ext_name.clone();
+            return self.emit(
+                tape,
+                "t",
+                proj(ext, 0),
+                StepKind::ArrayOp {
+                    op,
+                    params: names,
+                    body,
+                    args,
+                    states: Some(ext_name),
+                },
+            );
+        }
         // A checkpointed fold keeps no states: its reverse recomputes them.
         let folds = matches!(op, ArrayOp::Foldl(None) | ArrayOp::Reduce)
             && !crate::rules::fold::is_known_monoid(&names, &body, &unit);

@@ -10,7 +10,9 @@
 //! Known monoids, for the cotangent `z` of `r`:
 //! - `(acc, x. max(acc, x))` or `min`, from any `v`: `z` goes to the first
 //!   element equal to `r` if one beats `v`, else to `v`
-//!   ([`Deriver::extremum_backward`]).
+//!   ([`Deriver::extremum_backward`]); a `reduce` or unscheduled `foldl`
+//!   finds that position in its forward loop
+//!   ([`Deriver::extremum_with_position`]).
 //! - `(+, 0)`: `Ā += map (x. z) A` (OnesLike(A) · z).
 //! - `(*, 1)`: `Ā += z · map2 (*) (shift1L (scanr (*) 1 A)) (shift1R (scanl (*) 1 A))`,
 //!   the product of all other elements without a division (exact with zeros).
@@ -116,7 +118,7 @@ impl Deriver {
         let (a, a_ty) = &args[1];
         let contribution = match known_monoid(params, body, unit).expect("fast path") {
             m @ (Monoid::Max | Monoid::Min) => {
-                return self.extremum_backward(sw, m == Monoid::Max, args, out, z)
+                return self.extremum_backward(sw, m == Monoid::Max, args, out, z, None)
             }
             Monoid::Sum => {
                 let x = self.names.fresh("x");
@@ -156,14 +158,17 @@ impl Deriver {
     /// v̄ += if r > v then 0 else z
     /// ```
     ///
-    /// (`<` for `min`). Three passes over `A`, no states.
-    fn extremum_backward(
+    /// (`<` for `min`). Three passes over `A`, no states. Where the
+    /// forward sweep kept the position with the extremum (`ext`, built by
+    /// [`Deriver::extremum_with_position`]), `k` is `ext.1`: one pass.
+    pub(crate) fn extremum_backward(
         &mut self,
         sw: &mut Sweep,
         is_max: bool,
         args: &[Arg],
         out: &Expr,
         z: Expr,
+        ext: Option<&Name>,
     ) -> AdResult<()> {
         let (v, v_ty) = &args[0];
         let (a, a_ty) = &args[1];
@@ -174,12 +179,97 @@ impl Deriver {
                 prim(Prim::Lt, vec![r, v])
             }
         };
-        let n = self.bind(&mut sw.rev, "n", builtin(Builtin::Len, vec![a.clone()]));
         let iota = self.bind(
             &mut sw.rev,
             "positions",
             builtin(Builtin::Iota, vec![builtin(Builtin::Len, vec![a.clone()])]),
         );
+        let k = match ext {
+            Some(ext) => proj(var(ext), 1),
+            None => self.search_extremum(sw, a, out, v, &iota, beats),
+        };
+        let j = self.names.fresh("i");
+        let elems = array_op(
+            ArrayOp::Map,
+            lambda(
+                vec![pvar(&j)],
+                cond(
+                    prim(Prim::Eq, vec![var(&j), k]),
+                    z.clone(),
+                    Expr::structural_zero(),
+                ),
+            ),
+            vec![iota],
+        );
+        self.add(sw, a, a_ty, Adj::Val(elems));
+        let start = cond(beats(out.clone(), v.clone()), Expr::structural_zero(), z);
+        self.add(sw, v, v_ty, Adj::Val(start));
+        Ok(())
+    }
+
+    /// `r = foldl (acc, x. max(acc, x)) v A` (or `min`) together with the
+    /// position the reverse sends `r`'s cotangent to:
+    ///
+    /// ```text
+    /// foldl ((m, j), (i, x). if x > m then (x, i) else (m, j)) (v, n) (zip (iota n) A)
+    /// ```
+    ///
+    /// (`<` for `min`). `max(m, x)` is `if x > m then x else m`, so the
+    /// first component is `r` bit for bit; the second is the last position
+    /// where the running extremum changed, or `n` if it never did — the
+    /// first element equal to `r` when one beats `v`, as
+    /// [`Deriver::extremum_backward`] searches for (an earlier element
+    /// equal to `r` would have made the running extremum `r` already, and
+    /// nothing equal to it beats it later).
+    pub(crate) fn extremum_with_position(&mut self, is_max: bool, args: &[Expr]) -> Expr {
+        let (v, a) = (&args[0], &args[1]);
+        let n = builtin(Builtin::Len, vec![a.clone()]);
+        let (m, j, i, x) = (
+            self.names.fresh("m"),
+            self.names.fresh("j"),
+            self.names.fresh("i"),
+            self.names.fresh("x"),
+        );
+        let beats = prim(
+            if is_max { Prim::Gt } else { Prim::Lt },
+            vec![var(&x), var(&m)],
+        );
+        let step = lambda(
+            vec![
+                ptuple(vec![pvar(&m), pvar(&j)]),
+                ptuple(vec![pvar(&i), pvar(&x)]),
+            ],
+            cond(
+                beats,
+                tuple(vec![var(&x), var(&i)]),
+                tuple(vec![var(&m), var(&j)]),
+            ),
+        );
+        let (i2, x2) = (self.names.fresh("i"), self.names.fresh("x"));
+        let pairs = array_op(
+            ArrayOp::Map2,
+            lambda(vec![pvar(&i2), pvar(&x2)], tuple(vec![var(&i2), var(&x2)])),
+            vec![builtin(Builtin::Iota, vec![n.clone()]), a.clone()],
+        );
+        array_op(
+            ArrayOp::Foldl(None),
+            step,
+            vec![tuple(vec![v.clone(), n]), pairs],
+        )
+    }
+
+    /// The position `k` of [`Deriver::extremum_backward`], searched for in
+    /// the reverse sweep.
+    fn search_extremum(
+        &mut self,
+        sw: &mut Sweep,
+        a: &Expr,
+        out: &Expr,
+        v: &Expr,
+        iota: &Expr,
+        beats: impl Fn(Expr, Expr) -> Expr,
+    ) -> Expr {
+        let n = self.bind(&mut sw.rev, "n", builtin(Builtin::Len, vec![a.clone()]));
         let (i, x) = (self.names.fresh("i"), self.names.fresh("x"));
         let candidates = array_op(
             ArrayOp::Map2,
@@ -202,28 +292,11 @@ impl Deriver {
             ),
             vec![n.clone(), candidates],
         );
-        let k = self.bind(
+        self.bind(
             &mut sw.rev,
             "argext",
-            cond(beats(out.clone(), v.clone()), first, n.clone()),
-        );
-        let j = self.names.fresh("i");
-        let elems = array_op(
-            ArrayOp::Map,
-            lambda(
-                vec![pvar(&j)],
-                cond(
-                    prim(Prim::Eq, vec![var(&j), k]),
-                    z.clone(),
-                    Expr::structural_zero(),
-                ),
-            ),
-            vec![iota],
-        );
-        self.add(sw, a, a_ty, Adj::Val(elems));
-        let start = cond(beats(out.clone(), v.clone()), Expr::structural_zero(), z);
-        self.add(sw, v, v_ty, Adj::Val(start));
-        Ok(())
+            cond(beats(out.clone(), v.clone()), first, n),
+        )
     }
 
     /// The context a fold step's gradient is taken in: the free variables

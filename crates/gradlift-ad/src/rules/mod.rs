@@ -49,6 +49,26 @@ impl Deriver {
                 let unit = self.constant_value(&args[0].0);
                 self.monoid_backward(sw, params, body, args, &unit, out, z)
             }
+            (ArrayOp::Reduce | ArrayOp::Foldl(_), Some(ext))
+                if matches!(
+                    crate::rules::fold::known_monoid(
+                        params,
+                        body,
+                        &self.constant_value(&args[0].0)
+                    ),
+                    Some(crate::rules::fold::Monoid::Max | crate::rules::fold::Monoid::Min)
+                ) =>
+            {
+                let is_max = matches!(
+                    crate::rules::fold::known_monoid(
+                        params,
+                        body,
+                        &self.constant_value(&args[0].0)
+                    ),
+                    Some(crate::rules::fold::Monoid::Max)
+                );
+                self.extremum_backward(sw, is_max, args, out, z, Some(&ext))
+            }
             (ArrayOp::Reduce | ArrayOp::Foldl(_), Some(states)) => {
                 self.fold_backward(sw, params, body, args, &states, ty, z)
             }
