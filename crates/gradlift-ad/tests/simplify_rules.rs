@@ -694,3 +694,20 @@ fn lengths_are_read_from_the_array_an_operation_ranges_over() {
         Rule::LenOfOp,
     );
 }
+
+#[test]
+fn a_map_written_in_place_builds_only_the_components_its_consumer_reads() {
+    rewrites(
+        "map2 (g, z. g.1 * z) (map2 (a, b. (a * b, a - b, exp(a))) A B) Z",
+        "map2 (g, z. g * z) (map2 (a, b. a - b) A B) Z",
+        Rule::DeadElementComponent,
+    );
+    rewrites(
+        "scanl (s, g. s + g.2 * g.0) 0 (map (a. let t = a * a in (t, sin(a), t + 1)) A)",
+        "scanl (s, g. s + g.1 * g.0) 0.0 (map (a. let t = a * a in (t, t + 1.0)) A)",
+        Rule::DeadElementComponent,
+    );
+    // The parameter used whole: nothing to remove.
+    let (_, stats) = simp(&term("map (g. (g, g.0)) (map (a. (a, sin(a))) A)"));
+    assert_eq!(stats.count(Rule::DeadElementComponent), 0, "fired: {stats}");
+}

@@ -25,10 +25,18 @@
 //! array only in some branches no longer builds and adds an array of
 //! zeros at every step.
 //!
+//! An array operation whose argument is a `map` or `map2` written in
+//! place, building tuples of which the operation's function reads only
+//! some components, has the map build only those (rule
+//! `dead-element-component`): the reverse of a loop over arrays builds,
+//! per element, the cotangents of everything the body read, and a
+//! consumer often needs one of them.
+//!
 //! Input and output: every binder has a name of its own (as after partial
 //! evaluation); no binder is added.
 
 use super::rules::{Rule, Stats};
+use super::split::param_of;
 use super::term::into_kind;
 use gradlift_lang::deep::guard;
 use gradlift_lang::syntax::*;
@@ -236,6 +244,9 @@ impl Prune<'_> {
                     self.sums(&x, value, body);
                 }
             }
+            if let ExprKind::ArrayOp(op, f, args) = &mut e.kind {
+                self.in_place(*op, f, args);
+            }
             for c in children_mut(e) {
                 self.expr(c);
             }
@@ -284,6 +295,43 @@ impl Prune<'_> {
                 }
             }
             _ => unreachable!("matched above"),
+        }
+    }
+
+    /// `op (…q…. C[q.i]) … (map (x. (e₀, …, eₙ)) A) …`: a `map`/`map2`
+    /// written in place as an argument, building tuples of which the
+    /// function reads only some components (by projections of its
+    /// parameter `q`), builds only those (rule `dead-element-component`).
+    fn in_place(&mut self, op: ArrayOp, f: &mut Expr, args: &mut [Expr]) {
+        let ExprKind::Lambda(params, body) = &mut f.kind else {
+            return;
+        };
+        for (k, arg) in args.iter_mut().enumerate() {
+            let Some(Pattern::Var(q, _)) =
+                param_of(op, k).and_then(|j| params.get(j)).map(|p| &p.pat)
+            else {
+                continue;
+            };
+            let ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, g, _) = &mut arg.kind else {
+                continue;
+            };
+            let ExprKind::Lambda(_, inner) = &mut g.kind else {
+                continue;
+            };
+            let Some(n) = tail_arity(inner).filter(|n| *n >= 2) else {
+                continue;
+            };
+            let mut used = vec![false; n];
+            if !projected(body, q, &mut used) || used.iter().all(|u| *u) || !used.contains(&true) {
+                continue;
+            }
+            self.stats.fire(Rule::DeadElementComponent);
+            self.changed = true;
+            let inner = Arc::make_mut(inner);
+            let v = std::mem::replace(inner, Expr::synth(ExprKind::Const(0.0)));
+            *inner = keep_components(v, &used);
+            let (map, single) = numbering(&used);
+            renumber(Arc::make_mut(body), q, &map, single);
         }
     }
 

@@ -211,6 +211,11 @@ rules! {
     DeadComponent = "dead-component",
         "let x = (if c then (a₀, a₁) else (b₀, b₁)) in C[x.0] ⇝ let x = (if c then a₀ else b₀) in C[x]",
         "x is only projected, never used whole; every tail of the bound value is a tuple";
+    /// Unused components of the tuples a map written in place builds for
+    /// the operation it is the argument of.
+    DeadElementComponent = "dead-element-component",
+        "op (q. C[q.i]) (map (x. (e₀..eₙ)) A) ⇝ op (q. C[q]) (map (x. eᵢ) A)  (map2 likewise; several components kept as a tuple)",
+        "the map is written in place as the argument; the operation's function uses its parameter q only as q.i; every tail of the map's body is a tuple";
     /// A sum of cotangents moved into the branches that build its operand.
     SumIntoBranches = "sum-into-branches",
         "let x = (if c then (…aᵢ…) else (…bᵢ…)) in C[map2 (+) S x.i] ⇝ let x = (if c then (…map2 (+) S aᵢ…) else (…map2 (+) S bᵢ…)) in C[x.i]",

@@ -109,7 +109,7 @@ fn array_built(e: &Expr, i: usize) -> bool {
 
 /// The parameter through which an array operation's function reads its
 /// argument `k`.
-fn param_of(op: ArrayOp, k: usize) -> Option<usize> {
+pub(super) fn param_of(op: ArrayOp, k: usize) -> Option<usize> {
     match op {
         ArrayOp::Map | ArrayOp::Map2 => Some(k),
         ArrayOp::Reduce | ArrayOp::Foldl(_) | ArrayOp::Scanl | ArrayOp::Scanr => {
