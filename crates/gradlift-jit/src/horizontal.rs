@@ -77,10 +77,18 @@ impl Translator<'_, '_> {
             };
             let (params, body) = self.lambda(f, args.len())?;
             let rs: Vec<Rider<'_>> = riders.iter().map(|(_, r)| r.clone()).collect();
-            let (array, folds) = self.labelled(
-                || one_line(&format_args!("let {pat} = {value}")),
-                |t| t.map_with_folds(params, body, args, &rs),
-            )?;
+            let label = || {
+                let folds: Vec<String> = riders
+                    .iter()
+                    .map(|(j, _)| format!("let {} = {}", chain[*j].0, chain[*j].2))
+                    .collect();
+                one_line(&format_args!(
+                    "let {pat} = {value}, and in its loop {}",
+                    folds.join(", ")
+                ))
+            };
+            let (array, folds) =
+                self.labelled(label, |t| t.map_with_folds(params, body, args, &rs))?;
             self.bind(pat, array, &t)?;
             for ((j, r), v) in riders.iter().zip(folds) {
                 self.bind(r.pat, v, &r.ty)?;
