@@ -460,7 +460,7 @@ fn a_sum_stays_where_it_is_not_on_every_path_or_not_in_scope() {
     // The running sum is bound after the `let`.
     let (out, stats) = simp(&term(
         "let x = if c < 1 then (map (a. a * y) A, y) else (map (a. zero) A, zero) in \
-         let T = map (b. b * y) S in (map2 (+) T x.0, T, x.1)",
+         let T = map (b. exp(b) * y) S in (map2 (+) T x.0, T, x.1)",
     ));
     assert_eq!(stats.count(Rule::SumIntoBranches), 0, "fired: {stats}");
     assert!(
@@ -710,4 +710,29 @@ fn a_map_written_in_place_builds_only_the_components_its_consumer_reads() {
     // The parameter used whole: nothing to remove.
     let (_, stats) = simp(&term("map (g. (g, g.0)) (map (a. (a, sin(a))) A)"));
     assert_eq!(stats.count(Rule::DeadElementComponent), 0, "fired: {stats}");
+}
+
+#[test]
+fn a_cheap_map_of_a_variable_is_computed_where_it_is_read() {
+    // A scaled cotangent read by two loops: each computes it.
+    rewrites(
+        "let t = map (z. h * z) g in (map2 (+) t A, reduce (+) 0 t)",
+        "(map2 (+) (map (z. h * z) g) A, foldl (acc, z_2. acc + h * z_2) 0.0 g)",
+        Rule::InlineCheapMap,
+    );
+    for input in [
+        // A transcendental function: stored once, not recomputed.
+        "let t = map (z. exp(z)) g in (map2 (+) t A, reduce (+) 0 t)",
+        // Three operations.
+        "let t = map (z. h * z * z + 1) g in (map2 (+) t A, reduce (+) 0 t)",
+        // A use inside a lambda would compute the whole map per element.
+        "let t = map (z. h * z) g in map (a. reduce (+) a t) A",
+    ] {
+        let (_, stats) = simp(&term(input));
+        assert_eq!(
+            stats.count(Rule::InlineCheapMap),
+            0,
+            "{input}\nfired: {stats}"
+        );
+    }
 }

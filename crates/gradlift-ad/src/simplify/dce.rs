@@ -199,6 +199,42 @@ fn is_size(e: &Expr, depth: u32) -> bool {
     }
 }
 
+/// Whether `e` is `map (x. b) V` for a variable `V`, `b` at most
+/// [`MAX_CHEAP_MAP_OPS`] additions, subtractions, multiplications,
+/// divisions and negations of `x`, constants and variables: a scaled
+/// cotangent (`map (ζ. h * ζ) g`). Such a map is substituted at every use
+/// (rule `inline-cheap-map`), like a range: a loop reading it computes
+/// each element from `V`'s — the same operations on the same operands,
+/// reading one array as it would have read the stored one — and the array
+/// is never written. A use that needs the whole array (a `drop` of it,
+/// say) computes it there, once, as the binding would have.
+fn is_cheap_map(e: &Expr) -> bool {
+    let ExprKind::ArrayOp(ArrayOp::Map, f, args) = &e.kind else {
+        return false;
+    };
+    let ([v], ExprKind::Lambda(ps, body)) = (&args[..], &f.kind) else {
+        return false;
+    };
+    let ops = &mut 0;
+    matches!(v.kind, ExprKind::Var(_)) && ps.len() == 1 && arithmetic(body, ops)
+}
+
+/// The most operations in the body of a map substituted at its uses.
+const MAX_CHEAP_MAP_OPS: u32 = 2;
+
+/// Whether `e` is at most [`MAX_CHEAP_MAP_OPS`] arithmetic operations on
+/// constants and variables.
+fn arithmetic(e: &Expr, ops: &mut u32) -> bool {
+    match &e.kind {
+        ExprKind::Const(_) | ExprKind::Var(_) => true,
+        ExprKind::Prim(Prim::Add | Prim::Sub | Prim::Mul | Prim::Div | Prim::Neg, xs) => {
+            *ops += 1;
+            *ops <= MAX_CHEAP_MAP_OPS && xs.iter().all(|x| arithmetic(x, ops))
+        }
+        _ => false,
+    }
+}
+
 /// The most nodes in the body of a map of a range substituted at its uses.
 const MAX_RANGE_MAP_NODES: u32 = 12;
 
@@ -293,6 +329,13 @@ impl Inline<'_> {
                     if let Pattern::Var(n, _) = &pat {
                         if is_range(&value) && self.uses.used_outside_lambdas(n) {
                             self.stats.fire(Rule::InlineIota);
+                            self.copies.insert(n.clone(), (value, h));
+                            continue;
+                        }
+                        if is_cheap_map(&value) && self.uses.used_outside_lambdas(n) {
+                            self.stats.fire(Rule::InlineCheapMap);
+                            // Each use may now fuse with its consumer.
+                            self.report.exposed_arrays = true;
                             self.copies.insert(n.clone(), (value, h));
                             continue;
                         }
