@@ -16,7 +16,11 @@
 //! D(p(e₁, e₂)) = let a = D(e₁) in let b = D(e₂) in let r = p(a.0, b.0) in
 //!                (r, ∂₁p(a.0, b.0)·a.1 + ∂₂p(a.0, b.0)·b.1)
 //!                where a zero tangent contributes 0 even if the partial is
-//!                infinite (no 0·inf = nan, as in gradlift-tape's duals)
+//!                infinite (no 0·inf = nan, as in gradlift-tape's duals):
+//!                the product is guarded by a test of the tangent unless
+//!                the partial is a finite constant (then it is a zero
+//!                already, of either sign: the test would only choose the
+//!                sign, and doubled the work of a Hessian-vector product)
 //! D(a < b) = D(a).0 < D(b).0        (conditions are not differentiated)
 //! D(map F A) = map D(F) D(A), D(reduce F z A) = reduce D(F) D(z) D(A), …
 //! D(iota(n)) = map (i. (i, 0)) iota(n)       (sizes stay sizes)
@@ -215,6 +219,12 @@ impl Forward {
                         // partial is infinite (`max(-inf, a)`, `t * t` at
                         // t = -inf), as the dual numbers of gradlift-tape do.
                         .map(|(d, t)| {
+                            // A finite constant partial (`+`, `-`, a
+                            // constant factor) times a zero tangent is a
+                            // zero: no test needed.
+                            if matches!(d.kind, ExprKind::Const(c) if c.is_finite()) {
+                                return mul(d, t);
+                            }
                             let zero = prim(gradlift_lang::Prim::Eq, vec![t.clone(), real(0.0)]);
                             cond(zero, Expr::structural_zero(), mul(d, t))
                         })
