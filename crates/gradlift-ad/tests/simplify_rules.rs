@@ -710,6 +710,13 @@ fn a_map_written_in_place_builds_only_the_components_its_consumer_reads() {
     // The parameter used whole: nothing to remove.
     let (_, stats) = simp(&term("map (g. (g, g.0)) (map (a. (a, sin(a))) A)"));
     assert_eq!(stats.count(Rule::DeadElementComponent), 0, "fired: {stats}");
+    // A `reduce`'s elements have its accumulator's type: kept whole.
+    let input = "reduce (s, g. (s.0 + g.0, s.1)) (0, 0) (map2 (a, b. (a * b, sin(a))) A A)";
+    let (out, stats) = simp(&term(input));
+    assert_eq!(stats.count(Rule::DeadElementComponent), 0, "fired: {stats}");
+    let types = typed(&[("A", "[R; n]")]);
+    let vals = values(&[("A", Value::reals(&[1.0, -2.0]))]);
+    assert_same_meaning(&term(input), &out, &types, &["n"], &vals);
 }
 
 #[test]
@@ -735,4 +742,22 @@ fn a_cheap_map_of_a_variable_is_computed_where_it_is_read() {
             "{input}\nfired: {stats}"
         );
     }
+}
+
+#[test]
+fn a_component_constant_in_every_tuple_a_map_builds_is_read_as_the_constant() {
+    // The tangent of a one-hot cotangent: zero in both branches.
+    let (out, stats) = simp(&structural(&term(
+        "map2 (g, q. g * q.0 + g * q.1) G (map (i. if i == k then (1, zero) else (0, zero)) I)",
+    )));
+    assert_eq!(stats.count(Rule::ConstComponent), 1, "fired: {stats}");
+    assert_eq!(
+        flat(&out.to_string()),
+        flat("map2 (*) G (map (i. if i == k then 1.0 else 0.0) I)")
+    );
+    // Different constants in the two branches: kept.
+    let (_, stats) = simp(&term(
+        "map2 (g, q. g * q.0 + g * q.1) G (map (i. if i == k then (1, 2) else (0, 3)) I)",
+    ));
+    assert_eq!(stats.count(Rule::ConstComponent), 0, "fired: {stats}");
 }

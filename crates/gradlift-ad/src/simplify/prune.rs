@@ -30,7 +30,11 @@
 //! some components, has the map build only those (rule
 //! `dead-element-component`): the reverse of a loop over arrays builds,
 //! per element, the cotangents of everything the body read, and a
-//! consumer often needs one of them.
+//! consumer often needs one of them. A component that is one constant in
+//! every tail — the zero tangent of a one-hot cotangent, which forward
+//! mode pairs with each element — is read as that constant instead
+//! (`const-component`). Neither applies to a `reduce`, whose elements
+//! have its accumulator's type.
 //!
 //! Input and output: every binder has a name of its own (as after partial
 //! evaluation); no binder is added.
@@ -48,8 +52,9 @@ use std::sync::Arc;
 pub(super) struct Pruned {
     /// Some component was removed or rewritten.
     pub changed: bool,
-    /// A sum moved into branches (`sum-into-branches`): the array rules
-    /// of partial evaluation may now apply there.
+    /// A sum moved into branches (`sum-into-branches`), or a constant
+    /// read where a component was (`const-component`): the rules of
+    /// partial evaluation may now apply there.
     pub moved_sums: bool,
 }
 
@@ -60,6 +65,7 @@ pub(super) fn run(mut e: Expr, stats: &mut Stats) -> (Expr, Pruned) {
         stats,
         changed: false,
         moved_sums: false,
+        constants_read: false,
     };
     // Pruning inside a body can leave fewer projections of an outer
     // binding: a few passes reach the fixed point on gradients.
@@ -75,7 +81,7 @@ pub(super) fn run(mut e: Expr, stats: &mut Stats) -> (Expr, Pruned) {
     }
     let pruned = Pruned {
         changed: p.changed,
-        moved_sums: p.moved_sums,
+        moved_sums: p.moved_sums || p.constants_read,
     };
     (e, pruned)
 }
@@ -87,6 +93,7 @@ struct Prune<'a> {
     stats: &'a mut Stats,
     changed: bool,
     moved_sums: bool,
+    constants_read: bool,
 }
 
 /// The number of components of every tail of `e`, when every tail is a
@@ -117,6 +124,40 @@ pub(super) fn keep_components(e: Expr, keep: &[bool]) -> Expr {
             kept.pop().expect("one component")
         } else {
             Expr::new(ExprKind::Tuple(kept), span)
+        }
+    })
+}
+
+/// Component `i` of every tail of `e` when it is the same constant in each
+/// (bit for bit, and structural or not alike).
+fn tail_constant(e: &Expr, i: usize) -> Option<Expr> {
+    guard(|| match &e.kind {
+        ExprKind::Tuple(es) => match es.get(i).map(|c| (c, &c.kind)) {
+            Some((c, ExprKind::Const(_))) => Some(c.clone()),
+            _ => None,
+        },
+        ExprKind::Let { body, .. } => tail_constant(body, i),
+        ExprKind::If(_, t, f) => {
+            let (a, b) = (tail_constant(t, i)?, tail_constant(f, i)?);
+            let bits = |x: &Expr| match x.kind {
+                ExprKind::Const(c) => (c.to_bits(), x.is_structural_zero()),
+                _ => unreachable!("constants"),
+            };
+            (bits(&a) == bits(&b)).then_some(a)
+        }
+        _ => None,
+    })
+}
+
+/// Replaces each `x.i` in `e` by `c`.
+fn substitute_proj(e: &mut Expr, x: &Name, i: usize, c: &Expr) {
+    guard(|| {
+        if is_proj(e, x, i) {
+            *e = c.clone();
+            return;
+        }
+        for child in children_mut(e) {
+            substitute_proj(child, x, i, c);
         }
     })
 }
@@ -303,6 +344,11 @@ impl Prune<'_> {
     /// function reads only some components (by projections of its
     /// parameter `q`), builds only those (rule `dead-element-component`).
     fn in_place(&mut self, op: ArrayOp, f: &mut Expr, args: &mut [Expr]) {
+        // A `reduce`'s elements have its accumulator's type: their shape
+        // stays.
+        if op == ArrayOp::Reduce {
+            return;
+        }
         let ExprKind::Lambda(params, body) = &mut f.kind else {
             return;
         };
@@ -322,7 +368,21 @@ impl Prune<'_> {
                 continue;
             };
             let mut used = vec![false; n];
-            if !projected(body, q, &mut used) || used.iter().all(|u| *u) || !used.contains(&true) {
+            if !projected(body, q, &mut used) {
+                continue;
+            }
+            // A component that is one constant in every tail (the zero
+            // tangent of a one-hot cotangent, say) is read as that constant.
+            for (i, u) in used.iter_mut().enumerate() {
+                if let Some(c) = (*u).then(|| tail_constant(inner, i)).flatten() {
+                    self.stats.fire(Rule::ConstComponent);
+                    self.changed = true;
+                    self.constants_read = true;
+                    substitute_proj(Arc::make_mut(body), q, i, &c);
+                    *u = false;
+                }
+            }
+            if used.iter().all(|u| *u) || !used.contains(&true) {
                 continue;
             }
             self.stats.fire(Rule::DeadElementComponent);

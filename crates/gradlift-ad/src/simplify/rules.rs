@@ -219,6 +219,11 @@ rules! {
     DeadElementComponent = "dead-element-component",
         "op (q. C[q.i]) (map (x. (e₀..eₙ)) A) ⇝ op (q. C[q]) (map (x. eᵢ) A)  (map2 likewise; several components kept as a tuple)",
         "the map is written in place as the argument; the operation's function uses its parameter q only as q.i; every tail of the map's body is a tuple";
+    /// A component that is one constant in every tuple a map written in
+    /// place builds is read as that constant.
+    ConstComponent = "const-component",
+        "op (q. C[q.i]) (map (x. if c then (…, k, …) else (…, k, …)) A) ⇝ op (q. C[k]) (map (x. …) A)",
+        "the map is written in place as the argument; component i of every tail of its body is the constant k (bit for bit, structural or not alike); the operation's function uses q only by projections";
     /// A sum of cotangents moved into the branches that build its operand.
     SumIntoBranches = "sum-into-branches",
         "let x = (if c then (…aᵢ…) else (…bᵢ…)) in C[map2 (+) S x.i] ⇝ let x = (if c then (…map2 (+) S aᵢ…) else (…map2 (+) S bᵢ…)) in C[x.i]",
