@@ -74,6 +74,7 @@ enum Command {
         "  gradlift emit examples/example_1_1.grad --stage unf\n",
         "  gradlift emit examples/dot.grad --stage target --via direct\n",
         "  gradlift emit examples/prod.grad --stage opt --grad\n",
+        "  gradlift emit examples/dot.grad --stage opt --hvp\n",
         "  gradlift emit examples/dot.grad --stage asm --grad --target aarch64-unknown-linux-gnu\n",
         "  gradlift emit examples/dot.grad --target aarch64-unknown-linux-gnu --object dot.o"
     ))]
@@ -586,20 +587,8 @@ fn emit(a: EmitArgs) -> Result<(), String> {
         return Err("error: give --stage or --object".into());
     };
     // A definition over the function's parameters, which gradlift parses back.
-    let def = |name: String, ret: gradlift::Type, body: gradlift::lang::Expr| gradlift::lang::Def {
-        name: Name::from(name),
-        name_span: Default::default(),
-        params: closed
-            .params
-            .iter()
-            .map(|(n, t)| gradlift::lang::syntax::DefParam {
-                name: n.clone(),
-                span: Default::default(),
-                ty: t.clone(),
-            })
-            .collect(),
-        ret: Some(ret),
-        body,
+    let def = |name: String, ret: gradlift::Type, body: gradlift::lang::Expr| {
+        definition(name, &closed.params, ret, body)
     };
     match stage {
         Stage::Source => print!(
@@ -628,17 +617,9 @@ fn emit(a: EmitArgs) -> Result<(), String> {
             print!("{}", text.map_err(|e| format!("error: {e}"))?);
         }
         Stage::Opt if a.hvp => {
+            // Over the parameters and their directions.
             let h = hvp()?;
-            let mut d = def(h.name.to_string(), h.ret.clone(), h.body);
-            d.params = h
-                .params
-                .iter()
-                .map(|(n, t)| gradlift::lang::syntax::DefParam {
-                    name: n.clone(),
-                    span: Default::default(),
-                    ty: t.clone(),
-                })
-                .collect();
+            let d = definition(h.name.to_string(), &h.params, h.ret.clone(), h.body);
             print!("{d}");
         }
         Stage::Opt if !a.grad => {
@@ -665,6 +646,29 @@ fn emit(a: EmitArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// `def name(params) -> ret = body`, printed as gradlift parses it back.
+fn definition(
+    name: String,
+    params: &[(Name, Option<gradlift::Type>)],
+    ret: gradlift::Type,
+    body: gradlift::lang::Expr,
+) -> gradlift::lang::Def {
+    gradlift::lang::Def {
+        name: Name::from(name),
+        name_span: Default::default(),
+        params: params
+            .iter()
+            .map(|(n, t)| gradlift::lang::syntax::DefParam {
+                name: n.clone(),
+                span: Default::default(),
+                ty: t.clone(),
+            })
+            .collect(),
+        ret: Some(ret),
+        body,
+    }
 }
 
 /// Reads `n=1000,k=5`.

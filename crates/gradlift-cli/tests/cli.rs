@@ -713,3 +713,29 @@ fn closed_stdout_is_not_a_panic() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// `emit --hvp` prints the Hessian-vector product program, over the
+/// parameters and their directions, in a form gradlift reads back; its
+/// native code is available at the clif stage.
+#[test]
+fn emit_prints_the_hessian_vector_product_program() {
+    let out = gradlift(&["emit", DOT, "--stage", "opt", "--hvp"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let program = stdout(&out);
+    assert!(
+        program.starts_with("def dot_grad_jvp(A: [R; n], B: [R; n], A_dot: [R; n], B_dot: [R; n])"),
+        "{program}"
+    );
+    let file = temp_file("dot_hvp.grad", &program);
+    let back = gradlift(&["emit", text(&file), "--stage", "source"]);
+    assert!(back.status.success(), "{}", stderr(&back));
+    let clif = gradlift(&["emit", DOT, "--stage", "clif", "--hvp"]);
+    assert!(stdout(&clif).contains("function"), "{}", stderr(&clif));
+    let both = gradlift(&["emit", DOT, "--stage", "opt", "--hvp", "--grad"]);
+    assert!(!both.status.success());
+    assert!(
+        stderr(&both).contains("cannot be used with"),
+        "{}",
+        stderr(&both)
+    );
+}
