@@ -76,11 +76,11 @@ impl Translator<'_, '_> {
                 unreachable!("riders follow a map")
             };
             let (params, body) = self.lambda(f, args.len())?;
-            let rs: Vec<Rider<'_>> = riders.iter().map(|(_, r)| r.clone()).collect();
+            let (at, riders): (Vec<usize>, Vec<Rider<'_>>) = riders.into_iter().unzip();
             let label = || {
-                let folds: Vec<String> = riders
+                let folds: Vec<String> = at
                     .iter()
-                    .map(|(j, _)| format!("let {} = {}", chain[*j].0, chain[*j].2))
+                    .map(|&j| format!("let {} = {}", chain[j].0, chain[j].2))
                     .collect();
                 one_line(&format_args!(
                     "let {pat} = {value}, and in its loop {}",
@@ -88,11 +88,11 @@ impl Translator<'_, '_> {
                 ))
             };
             let (array, folds) =
-                self.labelled(label, |t| t.map_with_folds(params, body, args, &rs))?;
+                self.labelled(label, |t| t.map_with_folds(params, body, args, &riders))?;
             self.bind(pat, array, &t)?;
-            for ((j, r), v) in riders.iter().zip(folds) {
+            for ((j, r), v) in at.into_iter().zip(&riders).zip(folds) {
                 self.bind(r.pat, v, &r.ty)?;
-                done[*j] = true;
+                done[j] = true;
             }
         }
         self.labelled(|| one_line(cur), |t| t.lower(cur))
@@ -173,18 +173,7 @@ impl Translator<'_, '_> {
     }
 }
 
-impl Clone for Rider<'_> {
-    fn clone(&self) -> Self {
-        Rider {
-            pat: self.pat,
-            ty: self.ty.clone(),
-            params: self.params,
-            body: self.body,
-            start: self.start,
-        }
-    }
-}
-
+/// Whether a value of type `t` is reals only (no arrays, no conditions).
 fn reals_only(t: &Type) -> bool {
     match t {
         Type::Real => true,
