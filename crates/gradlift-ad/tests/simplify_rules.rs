@@ -698,8 +698,8 @@ fn lengths_are_read_from_the_array_an_operation_ranges_over() {
 #[test]
 fn a_map_written_in_place_builds_only_the_components_its_consumer_reads() {
     rewrites(
-        "map2 (g, z. g.1 * z) (map2 (a, b. (a * b, a - b, exp(a))) A B) Z",
-        "map2 (g, z. g * z) (map2 (a, b. a - b) A B) Z",
+        "foldl (s, g. s + g.1) 0 (map2 (a, b. (a * b, a - b, exp(a))) A B)",
+        "foldl (s, g. s + g) 0.0 (map2 (a, b. a - b) A B)",
         Rule::DeadElementComponent,
     );
     rewrites(
@@ -748,16 +748,54 @@ fn a_cheap_map_of_a_variable_is_computed_where_it_is_read() {
 fn a_component_constant_in_every_tuple_a_map_builds_is_read_as_the_constant() {
     // The tangent of a one-hot cotangent: zero in both branches.
     let (out, stats) = simp(&structural(&term(
-        "map2 (g, q. g * q.0 + g * q.1) G (map (i. if i == k then (1, zero) else (0, zero)) I)",
+        "foldl (s, q. s + q.0 * q.1) 0 (map2 (i, g. if i == k then (g, zero) else (0, zero)) I G)",
     )));
     assert_eq!(stats.count(Rule::ConstComponent), 1, "fired: {stats}");
     assert_eq!(
         flat(&out.to_string()),
-        flat("map2 (*) G (map (i. if i == k then 1.0 else 0.0) I)")
+        flat("foldl (s, q. s) 0.0 (map2 (i, g. if i == k then g else 0.0) I G)")
     );
     // Different constants in the two branches: kept.
     let (_, stats) = simp(&term(
-        "map2 (g, q. g * q.0 + g * q.1) G (map (i. if i == k then (1, 2) else (0, 3)) I)",
+        "foldl (s, q. s + q.0 * q.1) 0 (map2 (i, g. if i == k then (g, 2) else (0, 3)) I G)",
     ));
     assert_eq!(stats.count(Rule::ConstComponent), 0, "fired: {stats}");
+}
+
+#[test]
+fn a_one_hot_scaling_of_rows_becomes_a_branch() {
+    // The reverse of `min` over rows, added to a running sum of rows: only
+    // the chosen row is built and added; the others are the sum's rows.
+    let input = "map2 (s, y. map2 (+) s y) S \
+                 (map2 (g, z. map (x. x * z) g) (map (c. map2 (a, b. a - b) c P) C) \
+                 (map (i. if i == k then 1 else zero) I))";
+    let (out, stats) = simp(&structural(&term(input)));
+    for rule in [Rule::Map2ArgFusion, Rule::ZeroSplit, Rule::AddIntoIf] {
+        assert!(stats.count(rule) > 0, "{rule} did not fire: {stats}");
+    }
+    assert_eq!(
+        flat(&out.to_string()),
+        flat("map2 (s, y. if y.1 == k then map2 (+) s (map2 (-) y.0 P) else s) S (map2 (a, b. (a, b)) C I)")
+    );
+    let types = typed(&[
+        ("S", "[[R; d]; n]"),
+        ("C", "[[R; d]; n]"),
+        ("P", "[R; d]"),
+        ("I", "[R; n]"),
+        ("k", "R"),
+    ]);
+    let rows =
+        |x: f64| Value::Array(vec![Value::reals(&[x, 2.0 * x]), Value::reals(&[-x, 0.5])].into());
+    let vals = values(&[
+        ("S", rows(1.0)),
+        ("C", rows(3.0)),
+        ("P", Value::reals(&[0.25, -1.0])),
+        ("I", Value::reals(&[0.0, 1.0])),
+        ("k", Value::Real(1.0)),
+        ("zero", Value::Real(0.0)),
+    ]);
+    assert_same_meaning(&structural(&term(input)), &out, &types, &["n", "d"], &vals);
+    // A user's zero (not structural) is a value like any other: no split.
+    let (_, stats) = simp(&term(&input.replace("else zero", "else 0")));
+    assert_eq!(stats.count(Rule::ZeroSplit), 0, "fired: {stats}");
 }

@@ -178,6 +178,20 @@ rules! {
         "map (x. e₁) (map2 (y₁, y₂. e₂) A B) ⇝ map2 (y₁, y₂. let x = e₂ in e₁) A B;  map f (map g A) ⇝ map (y. let x = g(y) in f(x)) A",
         "the inner array is written in place (not a shared variable)";
 
+    /// A `map2`'s argument written in place as a `map` or `map2` is
+    /// computed in the `map2`'s function.
+    Map2ArgFusion = "map2-arg-fusion",
+        "map2 f X (map g A) ⇝ map2 (x, a. f(x, g(a))) X A;  map2 f X (map2 g A B) ⇝ map2 (x, q. f(x, g(q.0, q.1))) X (map2 (a, b. (a, b)) A B)  (either position)",
+        "the argument is written in place (not a shared variable); f and g are lambdas, neither a zip";
+    /// A small function applied to a conditional structural zero is
+    /// applied to each branch.
+    ZeroSplit = "zero-split",
+        "f(…, if c then v else 0ₛ, …) ⇝ if c then f(…, v, …) else f(…, 0ₛ, …)",
+        "while fusing a map2's argument (map2-arg-fusion) whose element is that conditional; f has at most 64 nodes";
+    /// Adding an array of zeros in one branch.
+    AddIntoIf = "add-into-if",
+        "map2 (+) S (if c then A else ZerosLike(B)) ⇝ if c then map2 (+) S A else S  (either order, either branch)",
+        "S is a variable; the zeros are structural";
     /// Fold fusion: a reduction of a map reads the mapped elements as it
     /// goes instead of building the array.
     FoldFusion = "fold-fusion",

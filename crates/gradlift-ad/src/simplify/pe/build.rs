@@ -239,6 +239,16 @@ impl Pe<'_> {
             self.stats.fire(Rule::TupleArg);
             return self.read_through(f, vals, t, span);
         }
+        if op == ArrayOp::Map2 && matches!(f.kind, ExprKind::PrimFn(Prim::Add)) {
+            if let Some(v) = self.add_into_if(&mut vals, span)? {
+                return Ok(v);
+            }
+        }
+        if op == ArrayOp::Map2 {
+            if let Some(k) = super::fuse::fusable_map2_arg(&f, &vals) {
+                return self.fuse_map2_arg(f, vals, k, span);
+            }
+        }
         let fusable = |e: &Expr| !matches!(e.kind, ExprKind::Var(_));
         if op == ArrayOp::Map && fusable(&f) {
             if let Val::Code(inner) = &vals[0] {

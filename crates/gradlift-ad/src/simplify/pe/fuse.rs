@@ -231,3 +231,241 @@ impl Pe<'_> {
         }
     }
 }
+
+/// Whether `f` is `(a, b. (a, b))`, the function of a zip.
+fn is_zip(f: &Expr) -> bool {
+    let ExprKind::Lambda(ps, body) = &f.kind else {
+        return false;
+    };
+    let (
+        [Param {
+            pat: Pattern::Var(a, _),
+            ..
+        }, Param {
+            pat: Pattern::Var(b, _),
+            ..
+        }],
+        ExprKind::Tuple(es),
+    ) = (ps.as_slice(), &body.kind)
+    else {
+        return false;
+    };
+    matches!(es.as_slice(), [x, y]
+        if matches!(&x.kind, ExprKind::Var(n) if n == a) && matches!(&y.kind, ExprKind::Var(n) if n == b))
+}
+
+/// The argument of a `map2` that [`Pe::fuse_map2_arg`] fuses: a `map` or
+/// `map2` written in place, with a lambda that is not a zip.
+pub(super) fn fusable_map2_arg(f: &Expr, vals: &[Val]) -> Option<usize> {
+    if !matches!(f.kind, ExprKind::Lambda(..)) || is_zip(f) {
+        return None;
+    }
+    (0..vals.len()).find(|&k| {
+        matches!(&vals[k], Val::Code(e) if matches!(&e.kind,
+            ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, g, _)
+                if matches!(g.kind, ExprKind::Lambda(..)) && !is_zip(g)))
+    })
+}
+
+/// The most nodes in a function [`Pe::fuse_map2_arg`] evaluates twice.
+const MAX_SPLIT_NODES: usize = 64;
+
+fn nodes(e: &Expr, budget: &mut usize) -> bool {
+    if *budget == 0 {
+        return false;
+    }
+    *budget -= 1;
+    e.children().into_iter().all(|c| nodes(c, budget))
+}
+
+/// `if c then v else 0ₛ` (or `if c then 0ₛ else v`) as residual code: the
+/// condition, `v`, and whether the zero is the `then` branch.
+fn conditional_zero(v: &Val) -> Option<(Expr, Expr, bool)> {
+    let Val::Code(e) = v else { return None };
+    let ExprKind::If(c, t, f) = &e.kind else {
+        return None;
+    };
+    let zero =
+        |x: &Expr| matches!(x.kind, ExprKind::Const(z) if z == 0.0) && x.is_structural_zero();
+    if zero(f) {
+        Some(((**c).clone(), (**t).clone(), false))
+    } else if zero(t) {
+        Some(((**c).clone(), (**f).clone(), true))
+    } else {
+        None
+    }
+}
+
+impl Pe<'_> {
+    /// `map2 f X (map g A) ⇝ map2 (x, a. f(x, g(a))) X A`, and
+    /// `map2 f X (map2 g A B) ⇝ map2 (x, q. f(x, g(q.0, q.1))) X (zip A B)`
+    /// (either position; rule `map2-arg-fusion`): the consumer's function
+    /// sees how its argument's elements are made. When `g`'s element is
+    /// `if c then v else 0ₛ` and `f` is small, `f` is applied to each
+    /// branch (rule `zero-split`): `if c then f(x, v) else f(x, 0ₛ)`,
+    /// where the structural zero then simplifies (a one-hot cotangent
+    /// scaling a row becomes a branch that builds the row only for the
+    /// one element). The JIT computes a `map`'s elements in its
+    /// consumer's loop either way; the same operations on the same
+    /// operands, bit for bit.
+    pub(super) fn fuse_map2_arg(
+        &mut self,
+        f: Expr,
+        mut vals: Vec<Val>,
+        k: usize,
+        span: Span,
+    ) -> Res<Val> {
+        let Val::Code(inner) = std::mem::replace(&mut vals[k], Val::Const(0.0, false)) else {
+            unreachable!("checked by fusable_map2_arg")
+        };
+        let ExprKind::ArrayOp(inner_op, g, mut args) = into_kind(*inner) else {
+            unreachable!("checked by fusable_map2_arg")
+        };
+        self.stats.fire(Rule::Map2ArgFusion);
+        self.release_params(&g);
+        self.release_params(&f);
+        let hints = param_names(&f)
+            .filter(|n| n.len() == 2)
+            .unwrap_or_else(|| vec![Name::from("a"), Name::from("b")]);
+        let zip = inner_op == ArrayOp::Map2;
+        let splits = {
+            let mut budget = MAX_SPLIT_NODES;
+            nodes(&f, &mut budget)
+        };
+        let fused = self.rebuild(&hints, span, |pe, mut ys| {
+            let y = ys[k].clone();
+            let inner_args = if zip {
+                vec![pe.project(y.clone(), 0, span)?, pe.project(y, 1, span)?]
+            } else {
+                vec![y]
+            };
+            let mid = pe.apply_residual(&g, inner_args, span)?;
+            if let Some((c, v, zero_first)) = conditional_zero(&mid).filter(|_| splits) {
+                pe.stats.fire(Rule::ZeroSplit);
+                let branch = |pe: &mut Self, x: Val| {
+                    let mut with = ys.clone();
+                    with[k] = x;
+                    pe.block_with(|pe| pe.apply_residual(&f, with, span), span)
+                };
+                let value = branch(pe, val_of(v))?;
+                let zero = branch(pe, Val::Const(0.0, true))?;
+                let (t, e) = if zero_first {
+                    (zero, value)
+                } else {
+                    (value, zero)
+                };
+                return Ok(super::code(
+                    ExprKind::If(Box::new(c), Box::new(t), Box::new(e)),
+                    span,
+                ));
+            }
+            ys[k] = mid;
+            pe.apply_residual(&f, ys, span)
+        })?;
+        vals[k] = if zip {
+            let (a, b) = (
+                self.names.fresh(&Name::from("a")),
+                self.names.fresh(&Name::from("b")),
+            );
+            let pair = mk(ExprKind::Tuple(vec![var(&a), var(&b)]));
+            let params = [a, b]
+                .into_iter()
+                .map(|n| Param {
+                    pat: Pattern::Var(n, Span::DUMMY),
+                    ty: None,
+                })
+                .collect();
+            let lambda = mk(ExprKind::Lambda(params, std::sync::Arc::new(pair)));
+            super::code(
+                ExprKind::ArrayOp(ArrayOp::Map2, Box::new(lambda), args),
+                span,
+            )
+        } else {
+            val_of(args.pop().expect("a map has an array"))
+        };
+        self.array_op(ArrayOp::Map2, fused, vals, span)
+    }
+
+    /// The residual block `body` builds.
+    fn block_with(&mut self, body: impl FnOnce(&mut Self) -> Res<Val>, span: Span) -> Res<Expr> {
+        let outer = std::mem::take(&mut self.block);
+        let r = body(self).and_then(|v| self.residual(v, span));
+        let inner = std::mem::replace(&mut self.block, outer);
+        Ok(wrap(inner, r?))
+    }
+
+    /// `map2 (+) S (if c then A else Zeros)` (either order, either branch)
+    /// `⇝ if c then map2 (+) S A else S` for a variable `S` (rule
+    /// `add-into-if`): the branch that adds zeros is `S` itself.
+    pub(super) fn add_into_if(&mut self, vals: &mut [Val], span: Span) -> Res<Option<Val>> {
+        let found = (0..2).find_map(|k| {
+            let (Val::Var(s), Val::Code(e)) = (&vals[1 - k], &vals[k]) else {
+                return None;
+            };
+            let ExprKind::If(_, t, f) = &e.kind else {
+                return None;
+            };
+            let zeros = |x: &Expr| {
+                crate::simplify::fill::fill_of_expr(x, &self.facts)
+                    .is_some_and(|z| z.structural && z.value == 0.0)
+                    || zeros_by_map(x)
+            };
+            match (zeros(t), zeros(f)) {
+                (false, true) => Some((k, s.clone(), false)),
+                (true, false) => Some((k, s.clone(), true)),
+                _ => None,
+            }
+        });
+        let Some((k, s, zero_first)) = found else {
+            return Ok(None);
+        };
+        self.stats.fire(Rule::AddIntoIf);
+        let Val::Code(e) = std::mem::replace(&mut vals[k], Val::Const(0.0, false)) else {
+            unreachable!("matched above")
+        };
+        let ExprKind::If(c, t, f) = into_kind(*e) else {
+            unreachable!("matched above")
+        };
+        let other = if zero_first { *f } else { *t };
+        let sum = self.block_with(
+            |pe| {
+                let mut args = vec![Val::Var(s.clone()), val_of(other)];
+                if k == 0 {
+                    args.swap(0, 1);
+                }
+                pe.array_op(
+                    ArrayOp::Map2,
+                    mk(ExprKind::PrimFn(gradlift_lang::Prim::Add)),
+                    args,
+                    span,
+                )
+            },
+            span,
+        )?;
+        let (t, f) = if zero_first {
+            (var(&s), sum)
+        } else {
+            (sum, var(&s))
+        };
+        Ok(Some(super::code(
+            ExprKind::If(c, Box::new(t), Box::new(f)),
+            span,
+        )))
+    }
+}
+
+/// Whether `e` is a `map` or `map2` whose function ends, after `let`s, in
+/// a structural zero (its dead `let`s not yet removed).
+fn zeros_by_map(e: &Expr) -> bool {
+    let ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, f, _) = &e.kind else {
+        return false;
+    };
+    let ExprKind::Lambda(_, body) = &f.kind else {
+        return false;
+    };
+    let mut tail: &Expr = body;
+    while let ExprKind::Let { body, .. } = &tail.kind {
+        tail = body;
+    }
+    matches!(tail.kind, ExprKind::Const(z) if z == 0.0) && tail.is_structural_zero()
+}
