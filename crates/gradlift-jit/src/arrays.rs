@@ -64,34 +64,24 @@ impl Translator<'_, '_> {
         let zero = self.iconst(0);
         self.b.def_var(index, zero);
         let (block, exit) = (self.b.create_block(), self.b.create_block());
-        let outs = |t: &mut Self| -> Vec<BlockArg> {
-            results
-                .iter()
-                .map(|v| BlockArg::Value(t.b.use_var(*v)))
-                .collect()
-        };
+        let outs =
+            |t: &mut Self| -> Vec<Value> { results.iter().map(|v| t.b.use_var(*v)).collect() };
+        let args =
+            |vs: &[Value]| -> Vec<BlockArg> { vs.iter().map(|v| BlockArg::Value(*v)).collect() };
         // Rotated: one test before the first iteration, then one at the
         // end of each, branching back.
         let any = self.b.ins().icmp(IntCC::SignedLessThan, zero, n);
-        let args = outs(self);
-        self.b.ins().brif(any, block, &[], exit, &args);
+        let before = outs(self);
+        self.b.ins().brif(any, block, &[], exit, &args(&before));
         self.b.switch_to_block(block);
         let i = self.b.use_var(index);
         self.region(|t| body(t, i))?;
         let next = self.b.ins().iadd_imm_s(i, 1);
         self.b.def_var(index, next);
         let more = self.b.ins().icmp(IntCC::SignedLessThan, next, n);
-        let args = outs(self);
-        let out_values: Vec<Value> = args
-            .iter()
-            .map(|a| match a {
-                BlockArg::Value(v) => *v,
-                _ => unreachable!("values only"),
-            })
-            .collect();
-        self.b.ins().brif(more, block, &[], exit, &args);
+        let outs = outs(self);
+        self.b.ins().brif(more, block, &[], exit, &args(&outs));
         self.b.switch_to_block(exit);
-        let outs = out_values;
         // Every parameter before any instruction in the block.
         let params: Vec<Value> = outs
             .iter()

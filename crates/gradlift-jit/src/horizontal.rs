@@ -1,4 +1,5 @@
-//! Horizontal fusion: a fold over a stored `map` runs in the map's loop.
+//! Horizontal fusion: a fold over a stored `map` runs in the map's loop
+//! (not in the paper, whose cost model counts operations, not passes).
 //!
 //! A gradient stores the elements of a map for its reverse pass and, a
 //! few bindings later, folds over them (`let P = map (v. exp(v - a)) x in

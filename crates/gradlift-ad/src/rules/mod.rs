@@ -15,6 +15,7 @@ pub(crate) mod scan;
 
 use crate::adjoint::Adj;
 use crate::direct::{AdResult, Arg, Deriver, Sweep};
+use crate::rules::fold::Monoid;
 use gradlift_lang::build::*;
 use gradlift_lang::syntax::*;
 
@@ -49,28 +50,15 @@ impl Deriver {
                 let unit = self.constant_value(&args[0].0);
                 self.monoid_backward(sw, params, body, args, &unit, out, z)
             }
-            (ArrayOp::Reduce | ArrayOp::Foldl(_), Some(ext))
-                if matches!(
-                    crate::rules::fold::known_monoid(
-                        params,
-                        body,
-                        &self.constant_value(&args[0].0)
-                    ),
-                    Some(crate::rules::fold::Monoid::Max | crate::rules::fold::Monoid::Min)
-                ) =>
-            {
-                let is_max = matches!(
-                    crate::rules::fold::known_monoid(
-                        params,
-                        body,
-                        &self.constant_value(&args[0].0)
-                    ),
-                    Some(crate::rules::fold::Monoid::Max)
-                );
-                self.extremum_backward(sw, is_max, args, out, z, Some(&ext))
-            }
             (ArrayOp::Reduce | ArrayOp::Foldl(_), Some(states)) => {
-                self.fold_backward(sw, params, body, args, &states, ty, z)
+                // A max or min kept its position (`ext.1`), not its states.
+                let unit = self.constant_value(&args[0].0);
+                match crate::rules::fold::known_monoid(params, body, &unit) {
+                    Some(m @ (Monoid::Max | Monoid::Min)) => {
+                        self.extremum_backward(sw, m == Monoid::Max, args, out, z, Some(&states))
+                    }
+                    _ => self.fold_backward(sw, params, body, args, &states, ty, z),
+                }
             }
             (ArrayOp::Scanl, _) => self.scan_backward(sw, params, body, args, out, z, true),
             (ArrayOp::Scanr, _) => self.scan_backward(sw, params, body, args, out, z, false),

@@ -1,5 +1,7 @@
 //! `zero-carry`: a fold or scan whose accumulator starts as a structural
-//! zero and whose step keeps it one.
+//! zero and whose step keeps it one. Not in the paper: Figure 12 drops a
+//! structural zero where one product or sum meets it; this carries the
+//! same identities through a loop.
 //!
 //! The reverse pass of a scan runs a scan of cotangents, started from the
 //! cotangent of the scan's last state and fed the cotangents of its

@@ -88,9 +88,6 @@ impl Pe<'_> {
     }
 
     pub(super) fn block_of(&mut self, e: &Expr) -> Res<Expr> {
-        let outer = std::mem::take(&mut self.block);
-        let r = self.eval(e).and_then(|v| self.residual(v, e.span));
-        let inner = std::mem::replace(&mut self.block, outer);
-        Ok(wrap(inner, r?))
+        self.block_with(|pe| pe.eval(e), e.span)
     }
 }

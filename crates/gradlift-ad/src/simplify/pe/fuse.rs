@@ -386,8 +386,12 @@ impl Pe<'_> {
         self.array_op(ArrayOp::Map2, fused, vals, span)
     }
 
-    /// The residual block `body` builds.
-    fn block_with(&mut self, body: impl FnOnce(&mut Self) -> Res<Val>, span: Span) -> Res<Expr> {
+    /// The residual block `body` builds: its own `let`s, then its value.
+    pub(super) fn block_with(
+        &mut self,
+        body: impl FnOnce(&mut Self) -> Res<Val>,
+        span: Span,
+    ) -> Res<Expr> {
         let outer = std::mem::take(&mut self.block);
         let r = body(self).and_then(|v| self.residual(v, span));
         let inner = std::mem::replace(&mut self.block, outer);
