@@ -32,7 +32,7 @@ fn clif_has_the_source_terms_as_comments() {
         "; parameter `B: [R; n]` (args[2])",
         "; reduce (a, b. a + b) 0.0 (map2 (a_1, b_1. a_1 * b_1) A B)",
         "; map2 (a_1, b_1. a_1 * b_1) A B",
-        "; the result `R` to out",
+        "; the result `R` fits in out",
         "; failure: *info = detail, return the status",
     ] {
         assert!(text.contains(comment), "no `{comment}` in\n{text}");

@@ -71,11 +71,29 @@ impl Translator<'_, '_> {
         // Rotated: one test before the first iteration, then one at the
         // end of each, branching back.
         let any = self.b.ins().icmp(IntCC::SignedLessThan, zero, n);
+        // The loop's own copy of its bound (see `LoopEntry`).
+        let n = if self.loop_entry.is_none() && self.constant(n).is_none() {
+            crate::values::opaque(self.b, n)
+        } else {
+            n
+        };
         let before = outs(self);
-        self.b.ins().brif(any, block, &[], exit, &args(&before));
+        let branch = self.b.ins().brif(any, block, &[], exit, &args(&before));
+        let outermost = self.loop_entry.is_none();
+        if outermost {
+            self.loop_entry = Some(crate::lower::LoopEntry {
+                first: block,
+                branch,
+                copies: Default::default(),
+            });
+        }
         self.b.switch_to_block(block);
         let i = self.b.use_var(index);
-        self.region(|t| body(t, i))?;
+        let r = self.region(|t| body(t, i));
+        if outermost {
+            self.loop_entry = None;
+        }
+        r?;
         let next = self.b.ins().iadd_imm_s(i, 1);
         self.b.def_var(index, next);
         let more = self.b.ins().icmp(IntCC::SignedLessThan, next, n);
@@ -92,17 +110,7 @@ impl Translator<'_, '_> {
             .collect();
         for (v, p) in results.iter().zip(params) {
             let ty = self.b.func.dfg.value_type(p);
-            let p = if ty == types::F64 {
-                let bits =
-                    self.b
-                        .ins()
-                        .bitcast(types::I64, cranelift_codegen::ir::MemFlagsData::new(), p);
-                self.b
-                    .ins()
-                    .bitcast(types::F64, cranelift_codegen::ir::MemFlagsData::new(), bits)
-            } else {
-                p
-            };
+            let p = if ty == types::F64 { self.pin(p) } else { p };
             self.b.def_var(*v, p);
         }
         Ok(())
@@ -595,18 +603,7 @@ impl Translator<'_, '_> {
         shape: &Shape,
     ) -> Result<(), JitError> {
         match (&e.kind, shape) {
-            (
-                ExprKind::Let {
-                    pat,
-                    ty,
-                    value,
-                    body,
-                },
-                _,
-            ) => {
-                self.bind_let(pat, ty.as_ref(), value)?;
-                self.lower_into(body, at, shape)
-            }
+            (ExprKind::Let { .. }, _) => self.let_chain_into(e, at, shape),
             (ExprKind::Tuple(es), Shape::Tuple(ss)) if es.len() == ss.len() => {
                 let mut a = at;
                 for (e, s) in es.iter().zip(ss) {

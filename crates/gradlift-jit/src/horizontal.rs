@@ -46,6 +46,25 @@ pub(crate) struct Rider<'e> {
 impl Translator<'_, '_> {
     /// Lowers a `let` chain: its bindings, then its body.
     pub(crate) fn let_chain(&mut self, e: &Expr) -> Result<Values, JitError> {
+        let body = self.let_bindings(e)?;
+        self.labelled(|| one_line(body), |t| t.lower(body))
+    }
+
+    /// A `let` chain whose value is stored at `at` with layout `shape`:
+    /// its bindings, then its body by [`Translator::lower_into`].
+    pub(crate) fn let_chain_into(
+        &mut self,
+        e: &Expr,
+        at: cranelift_codegen::ir::Value,
+        shape: &crate::values::Shape,
+    ) -> Result<(), JitError> {
+        let body = self.let_bindings(e)?;
+        self.lower_into(body, at, shape)
+    }
+
+    /// Lowers and binds the bindings of the `let` chain `e` (the folds
+    /// that can, in the loops of the maps they read); returns its body.
+    fn let_bindings<'e>(&mut self, e: &'e Expr) -> Result<&'e Expr, JitError> {
         let mut chain: Vec<Binding<'_>> = Vec::new();
         let mut cur = e;
         while let ExprKind::Let {
@@ -96,7 +115,7 @@ impl Translator<'_, '_> {
                 done[j] = true;
             }
         }
-        self.labelled(|| one_line(cur), |t| t.lower(cur))
+        Ok(cur)
     }
 
     /// The folds later in `chain` that can ride along with binding `k`.

@@ -62,6 +62,24 @@ pub(crate) struct Translator<'a, 'f> {
     /// trap or touch memory), so a run of it is checked by one branch,
     /// emitted before its result is used ([`Translator::flush_overflow`]).
     pub overflow: Option<Value>,
+    /// The stack slot [`Translator::pin`] copies through, made on first use.
+    pub pin_slot: Option<cranelift_codegen::ir::StackSlot>,
+    /// Inside an outermost loop: where its copies of outside reals go.
+    pub loop_entry: Option<LoopEntry>,
+}
+
+/// The entry of the outermost loop being lowered. A real computed before
+/// the loop and read in it is read through a copy made just before the
+/// loop ([`Translator::inside`]): the register allocator then spills the
+/// original, if it lives across a later call, once before the loop, not
+/// at each iteration.
+pub(crate) struct LoopEntry {
+    /// The loop's first block: blocks made before it are outside.
+    pub first: Block,
+    /// The branch into the loop; copies are placed before it.
+    pub branch: cranelift_codegen::ir::Inst,
+    /// Copies made so far, by original.
+    pub copies: HashMap<Value, Value>,
 }
 
 /// Facts established by code that dominates the current point: sizes
@@ -128,6 +146,8 @@ pub(crate) fn lower_function(
         labels,
         known: Known::default(),
         overflow: None,
+        pin_slot: None,
+        loop_entry: None,
     };
     for (k, name) in closed.size_vars.iter().enumerate() {
         t.label(|| format!("size `{name}` (args[{k}])"));
@@ -152,19 +172,19 @@ pub(crate) fn lower_function(
         t.env.insert(name.clone(), v);
         t.typer.push(name.clone(), ty.clone());
     }
-    t.label(|| one_line(&closed.body));
-    let result = t.lower(&closed.body)?;
-    t.label(|| format!("the result `{}` to out", closed.ret));
-    let Some(shape) = result.shape() else {
-        return unsupported("a condition as the result");
-    };
+    // The result is built in `out` (checked first to be long enough for
+    // its type): a `map` ending the body, or a part of a tuple ending it,
+    // writes its elements there instead of into the workspace.
+    t.label(|| format!("the result `{}` fits in out", closed.ret));
+    let shape = t.shape_of_type(&closed.ret, false)?;
     let bytes = t.bytes(&shape)?;
     let needed = t.b.ins().ushr_imm_s(bytes, 3);
     let fits =
         t.b.ins()
             .icmp(IntCC::SignedLessThanOrEqual, needed, out_len);
     t.check(fits, Status::OutputTooSmall, needed);
-    t.store(out, &result, &shape)?;
+    t.label(|| one_line(&closed.body));
+    t.lower_into(&closed.body, out, &shape)?;
     let ok = t.b.ins().iconst(types::I64, Status::Ok as i64);
     t.b.ins().return_(&[ok]);
     t.b.switch_to_block(fail);
@@ -178,6 +198,86 @@ pub(crate) fn lower_function(
 }
 
 impl Translator<'_, '_> {
+    /// A copy of `v` made here and not moved: stored to a stack slot and
+    /// loaded back. Cranelift places a pure instruction at its first use,
+    /// so a copy by arithmetic would sink past a call to where the copy is
+    /// needed, and `v` would still be live across the call; stack loads
+    /// and stores stay where they are. One store and one load, for a value
+    /// leaving a loop: see [`Translator::for_range_out`].
+    pub fn pin(&mut self, v: Value) -> Value {
+        let slot = self.pin_slot();
+        let ty = self.b.func.dfg.value_type(v);
+        let at = self.b.ins().stack_addr(types::I64, slot, 0);
+        self.b.ins().store(crate::values::mem(), v, at, 0);
+        // Through an address the alias analysis cannot relate to the
+        // store's: it would forward the stored value to the load.
+        let from = crate::values::opaque(self.b, at);
+        self.b.ins().load(ty, crate::values::mem(), from, 0)
+    }
+
+    /// `v` as read inside the current outermost loop: its reals computed
+    /// before the loop replaced by copies made at the loop's entry (see
+    /// [`LoopEntry`]). Constants are left alone (they are rematerialized).
+    pub fn inside(&mut self, v: Values) -> Values {
+        if self.loop_entry.is_none() {
+            return v;
+        }
+        match v {
+            Values::Real(x) => Values::Real(self.entry_copy(x)),
+            Values::Tuple(vs) => Values::Tuple(vs.into_iter().map(|v| self.inside(v)).collect()),
+            other => other,
+        }
+    }
+
+    fn entry_copy(&mut self, x: Value) -> Value {
+        let Some(entry) = &self.loop_entry else {
+            return x;
+        };
+        if let Some(&c) = entry.copies.get(&x) {
+            return c;
+        }
+        let (first, branch) = (entry.first, entry.branch);
+        let func = &self.b.func;
+        let outside = match func.dfg.value_def(x) {
+            ValueDef::Result(inst, _) => {
+                func.dfg.insts[inst].opcode() != Opcode::F64const
+                    && func
+                        .layout
+                        .inst_block(inst)
+                        .is_some_and(|b| b.as_u32() < first.as_u32())
+            }
+            ValueDef::Param(b, _) => b.as_u32() < first.as_u32(),
+            _ => false,
+        };
+        if !outside {
+            return x;
+        }
+        let slot = self.pin_slot();
+        let ty = self.b.func.dfg.value_type(x);
+        let mut pos = cranelift_codegen::cursor::FuncCursor::new(self.b.func).at_inst(branch);
+        use cranelift_codegen::cursor::Cursor;
+        let at = pos.ins().stack_addr(types::I64, slot, 0);
+        pos.ins().store(crate::values::mem(), x, at, 0);
+        let zero = pos.ins().iconst(types::I64, 0);
+        let from = pos.ins().uadd_overflow(at, zero).0;
+        let c = pos.ins().load(ty, crate::values::mem(), from, 0);
+        if let Some(entry) = &mut self.loop_entry {
+            entry.copies.insert(x, c);
+        }
+        c
+    }
+
+    fn pin_slot(&mut self) -> cranelift_codegen::ir::StackSlot {
+        *self.pin_slot.get_or_insert_with(|| {
+            self.b
+                .create_sized_stack_slot(cranelift_codegen::ir::StackSlotData::new(
+                    cranelift_codegen::ir::StackSlotKind::ExplicitSlot,
+                    8,
+                    3,
+                ))
+        })
+    }
+
     /// Tags the instructions built from now on with a new label (when
     /// labels are asked for).
     pub fn label(&mut self, text: impl FnOnce() -> String) {
@@ -485,7 +585,8 @@ impl Translator<'_, '_> {
             ExprKind::Const(c) => Ok(Values::Real(self.b.ins().f64const(*c))),
             ExprKind::Var(n) => {
                 if let Some(v) = self.env.get(n) {
-                    Ok(v.clone())
+                    let v = v.clone();
+                    Ok(self.inside(v))
                 } else if let Some(&s) = self.sizes.get(n) {
                     Ok(Values::Real(self.b.ins().fcvt_from_sint(REAL, s)))
                 } else {
