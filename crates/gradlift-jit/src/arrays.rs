@@ -532,7 +532,8 @@ impl Translator<'_, '_> {
             for ((p, v), ty) in m.params.iter().zip(xs).zip(&m.tys) {
                 t.bind(&p.pat, v, ty)?;
             }
-            let at = t.element_addr(ptr, i, stride);
+            let to = t.entry_copy(ptr);
+            let at = t.element_addr(to, i, stride);
             t.lower_into(m.body, at, &m.shape)?;
             if !folds.is_empty() {
                 let x = load(t.b, at, &m.shape);
@@ -928,7 +929,8 @@ impl Translator<'_, '_> {
     fn element(&mut self, s: &Source<'_>, i: Value) -> Result<Values, JitError> {
         match s {
             Source::Array(a, stride) => {
-                let at = self.element_addr(a.ptr, i, *stride);
+                let ptr = self.entry_copy(a.ptr);
+                let at = self.element_addr(ptr, i, *stride);
                 Ok(load(self.b, at, &a.elem))
             }
             Source::Mapped {

@@ -70,9 +70,10 @@ pub(crate) struct Translator<'a, 'f> {
 
 /// The entry of the outermost loop being lowered. A real computed before
 /// the loop and read in it is read through a copy made just before the
-/// loop ([`Translator::inside`]): the register allocator then spills the
-/// original, if it lives across a later call, once before the loop, not
-/// at each iteration.
+/// loop ([`Translator::inside`]), as are the addresses of the arrays the
+/// loop reads element by element and of the array a `map` writes: the
+/// register allocator then spills the original, if it lives across a
+/// later call, once before the loop, not at each iteration.
 pub(crate) struct LoopEntry {
     /// The loop's first block: blocks made before it are outside.
     pub first: Block,
@@ -229,7 +230,8 @@ impl Translator<'_, '_> {
         }
     }
 
-    fn entry_copy(&mut self, x: Value) -> Value {
+    /// `x` as read inside the current outermost loop (see [`LoopEntry`]).
+    pub fn entry_copy(&mut self, x: Value) -> Value {
         let Some(entry) = &self.loop_entry else {
             return x;
         };
@@ -240,11 +242,13 @@ impl Translator<'_, '_> {
         let func = &self.b.func;
         let outside = match func.dfg.value_def(x) {
             ValueDef::Result(inst, _) => {
-                func.dfg.insts[inst].opcode() != Opcode::F64const
-                    && func
-                        .layout
-                        .inst_block(inst)
-                        .is_some_and(|b| b.as_u32() < first.as_u32())
+                !matches!(
+                    func.dfg.insts[inst].opcode(),
+                    Opcode::F64const | Opcode::Iconst
+                ) && func
+                    .layout
+                    .inst_block(inst)
+                    .is_some_and(|b| b.as_u32() < first.as_u32())
             }
             ValueDef::Param(b, _) => b.as_u32() < first.as_u32(),
             _ => false,
