@@ -71,28 +71,19 @@ impl Translator<'_, '_> {
         // Rotated: one test before the first iteration, then one at the
         // end of each, branching back.
         let any = self.b.ins().icmp(IntCC::SignedLessThan, zero, n);
-        // The loop's own copy of its bound (see `LoopEntry`).
-        let n = if self.loop_entry.is_none() && self.constant(n).is_none() {
-            crate::values::opaque(self.b, n)
-        } else {
-            n
-        };
         let before = outs(self);
         let branch = self.b.ins().brif(any, block, &[], exit, &args(&before));
-        let outermost = self.loop_entry.is_none();
-        if outermost {
-            self.loop_entry = Some(crate::lower::LoopEntry {
-                first: block,
-                branch,
-                copies: Default::default(),
-            });
-        }
+        self.loops.push(crate::lower::LoopEntry {
+            first: block,
+            branch,
+            copies: Default::default(),
+        });
+        // The loop's own copy of its bound (see `LoopEntry`).
+        let n = self.entry_copy(n);
         self.b.switch_to_block(block);
         let i = self.b.use_var(index);
         let r = self.region(|t| body(t, i));
-        if outermost {
-            self.loop_entry = None;
-        }
+        self.loops.pop();
         r?;
         let next = self.b.ins().iadd_imm_s(i, 1);
         self.b.def_var(index, next);

@@ -64,16 +64,19 @@ pub(crate) struct Translator<'a, 'f> {
     pub overflow: Option<Value>,
     /// The stack slot [`Translator::pin`] copies through, made on first use.
     pub pin_slot: Option<cranelift_codegen::ir::StackSlot>,
-    /// Inside an outermost loop: where its copies of outside reals go.
-    pub loop_entry: Option<LoopEntry>,
+    /// The loops being lowered, outermost first: where their copies of
+    /// outside values go.
+    pub loops: Vec<LoopEntry>,
 }
 
-/// The entry of the outermost loop being lowered. A real computed before
-/// the loop and read in it is read through a copy made just before the
-/// loop ([`Translator::inside`]), as are the addresses of the arrays the
-/// loop reads element by element and of the array a `map` writes: the
-/// register allocator then spills the original, if it lives across a
-/// later call, once before the loop, not at each iteration.
+/// The entry of a loop being lowered. A real computed before the loop and
+/// read in it is read through a copy made just before the loop
+/// ([`Translator::inside`]), as are the loop's bound and the addresses of
+/// the arrays it reads element by element and of the array a `map`
+/// writes: the register allocator then spills the original, if it lives
+/// across a call (a later one, or one in an enclosing loop), once outside
+/// the loop, not at each iteration. In a nest, the copy for the inner loop
+/// is made from the outer loop's copy.
 pub(crate) struct LoopEntry {
     /// The loop's first block: blocks made before it are outside.
     pub first: Block,
@@ -148,7 +151,7 @@ pub(crate) fn lower_function(
         known: Known::default(),
         overflow: None,
         pin_slot: None,
-        loop_entry: None,
+        loops: Vec::new(),
     };
     for (k, name) in closed.size_vars.iter().enumerate() {
         t.label(|| format!("size `{name}` (args[{k}])"));
@@ -216,11 +219,11 @@ impl Translator<'_, '_> {
         self.b.ins().load(ty, crate::values::mem(), from, 0)
     }
 
-    /// `v` as read inside the current outermost loop: its reals computed
-    /// before the loop replaced by copies made at the loop's entry (see
+    /// `v` as read inside the current loop: its reals computed before the
+    /// loop replaced by copies made at the loop's entry (see
     /// [`LoopEntry`]). Constants are left alone (they are rematerialized).
     pub fn inside(&mut self, v: Values) -> Values {
-        if self.loop_entry.is_none() {
+        if self.loops.is_empty() {
             return v;
         }
         match v {
@@ -230,11 +233,17 @@ impl Translator<'_, '_> {
         }
     }
 
-    /// `x` as read inside the current outermost loop (see [`LoopEntry`]).
+    /// `x` as read inside the current loop (see [`LoopEntry`]).
     pub fn entry_copy(&mut self, x: Value) -> Value {
-        let Some(entry) = &self.loop_entry else {
+        self.copy_at(self.loops.len(), x)
+    }
+
+    /// `x` as read inside the loop at depth `level` (1 is the outermost).
+    fn copy_at(&mut self, level: usize, x: Value) -> Value {
+        if level == 0 {
             return x;
-        };
+        }
+        let entry = &self.loops[level - 1];
         if let Some(&c) = entry.copies.get(&x) {
             return c;
         }
@@ -256,18 +265,17 @@ impl Translator<'_, '_> {
         if !outside {
             return x;
         }
+        let from_outer = self.copy_at(level - 1, x);
         let slot = self.pin_slot();
         let ty = self.b.func.dfg.value_type(x);
         let mut pos = cranelift_codegen::cursor::FuncCursor::new(self.b.func).at_inst(branch);
         use cranelift_codegen::cursor::Cursor;
         let at = pos.ins().stack_addr(types::I64, slot, 0);
-        pos.ins().store(crate::values::mem(), x, at, 0);
+        pos.ins().store(crate::values::mem(), from_outer, at, 0);
         let zero = pos.ins().iconst(types::I64, 0);
         let from = pos.ins().uadd_overflow(at, zero).0;
         let c = pos.ins().load(ty, crate::values::mem(), from, 0);
-        if let Some(entry) = &mut self.loop_entry {
-            entry.copies.insert(x, c);
-        }
+        self.loops[level - 1].copies.insert(x, c);
         c
     }
 
