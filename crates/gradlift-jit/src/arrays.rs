@@ -71,11 +71,6 @@ impl Translator<'_, '_> {
         // Rotated: one test before the first iteration, then one at the
         // end of each, branching back.
         let any = self.b.ins().icmp(IntCC::SignedLessThan, zero, n);
-        // Without calls, only an outermost loop's bound is its own: an
-        // opaque copy (made here, before the branch), which kept the
-        // bound of kmeans' loop over the centroids in a register.
-        let n_outermost = (!self.calls && self.loops.is_empty() && self.constant(n).is_none())
-            .then(|| crate::values::opaque(self.b, n));
         let before = outs(self);
         let branch = self.b.ins().brif(any, block, &[], exit, &args(&before));
         self.loops.push(crate::lower::LoopEntry {
@@ -84,10 +79,7 @@ impl Translator<'_, '_> {
             copies: Default::default(),
         });
         // The loop's own copy of its bound (see `LoopEntry`).
-        let n = match n_outermost {
-            Some(n) => n,
-            None => self.entry_copy(n),
-        };
+        let n = self.entry_copy(n);
         self.b.switch_to_block(block);
         let i = self.b.use_var(index);
         let r = self.region(|t| body(t, i));
@@ -109,19 +101,7 @@ impl Translator<'_, '_> {
             .collect();
         for (v, p) in results.iter().zip(params) {
             let ty = self.b.func.dfg.value_type(p);
-            let p = if ty != types::F64 {
-                p
-            } else if self.calls {
-                self.pin(p)
-            } else {
-                let bits =
-                    self.b
-                        .ins()
-                        .bitcast(types::I64, cranelift_codegen::ir::MemFlagsData::new(), p);
-                self.b
-                    .ins()
-                    .bitcast(types::F64, cranelift_codegen::ir::MemFlagsData::new(), bits)
-            };
+            let p = if ty == types::F64 { self.pin(p) } else { p };
             self.b.def_var(*v, p);
         }
         Ok(())

@@ -67,10 +67,6 @@ pub(crate) struct Translator<'a, 'f> {
     /// The loops being lowered, outermost first: where their copies of
     /// outside values go.
     pub loops: Vec<LoopEntry>,
-    /// Whether the function makes calls (a primitive of libm, a
-    /// checkpointed loop's schedule): only then do loops copy the values
-    /// they read and produce ([`LoopEntry`], [`Translator::pin`]).
-    pub calls: bool,
 }
 
 /// The entry of a loop being lowered. A real computed before the loop and
@@ -156,7 +152,6 @@ pub(crate) fn lower_function(
         overflow: None,
         pin_slot: None,
         loops: Vec::new(),
-        calls: makes_calls(&closed.body),
     };
     for (k, name) in closed.size_vars.iter().enumerate() {
         t.label(|| format!("size `{name}` (args[{k}])"));
@@ -206,16 +201,6 @@ pub(crate) fn lower_function(
     Ok(t.labels)
 }
 
-/// Whether the code of `e` calls out: a primitive lowered to a libm call,
-/// or a checkpointed loop (its schedule is run by calls).
-fn makes_calls(e: &Expr) -> bool {
-    gradlift_lang::deep::guard(|| match &e.kind {
-        ExprKind::Prim(p, _) | ExprKind::PrimFn(p) if crate::prims::is_call(*p) => true,
-        ExprKind::ArrayOp(gradlift_lang::syntax::ArrayOp::Revfold(_), ..) => true,
-        _ => e.children().into_iter().any(makes_calls),
-    })
-}
-
 impl Translator<'_, '_> {
     /// A copy of `v` made here and not moved: stored to a stack slot and
     /// loaded back. Cranelift places a pure instruction at its first use,
@@ -238,7 +223,7 @@ impl Translator<'_, '_> {
     /// loop replaced by copies made at the loop's entry (see
     /// [`LoopEntry`]). Constants are left alone (they are rematerialized).
     pub fn inside(&mut self, v: Values) -> Values {
-        if self.loops.is_empty() || !self.calls {
+        if self.loops.is_empty() {
             return v;
         }
         match v {
@@ -255,7 +240,7 @@ impl Translator<'_, '_> {
 
     /// `x` as read inside the loop at depth `level` (1 is the outermost).
     fn copy_at(&mut self, level: usize, x: Value) -> Value {
-        if level == 0 || !self.calls {
+        if level == 0 {
             return x;
         }
         let entry = &self.loops[level - 1];

@@ -90,14 +90,6 @@ extern "C" fn shim_pow(x: f64, y: f64) -> f64 {
 
 /// Emits primitive `p` applied to `args` (reals, or conditions for the
 /// logical primitives). `libm` gives the imported shims of this function.
-/// Whether `p` is lowered to a call (of a [`Libm`] shim).
-pub(crate) fn is_call(p: Prim) -> bool {
-    matches!(
-        p,
-        Prim::Sin | Prim::Cos | Prim::Tan | Prim::Exp | Prim::Log | Prim::Tanh | Prim::Pow
-    )
-}
-
 pub(crate) fn lower_prim(
     b: &mut FunctionBuilder,
     libm: &dyn Fn(Libm) -> FuncRef,
