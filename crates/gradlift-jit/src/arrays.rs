@@ -1092,11 +1092,25 @@ impl Translator<'_, '_> {
                 } else {
                     i
                 };
+                let ptr = t.entry_copy(ptr);
                 let at = t.element_addr(ptr, slot, stride);
-                t.lower_into(body, at, &shape)?;
-                // The next iteration reads the state from the result.
-                let stored = load(t.b, at, &shape);
-                for (var, v) in vars.iter().zip(stored.to_vec()) {
+                let next = if shape.reals_only() {
+                    // A state of reals is carried in registers and stored
+                    // (reading it back would put a store and a load on
+                    // the loop's critical path).
+                    let v = t.lower(body)?;
+                    t.store(at, &v, &shape)?;
+                    v
+                } else {
+                    // The next iteration reads the state from the result.
+                    t.lower_into(body, at, &shape)?;
+                    load(t.b, at, &shape)
+                };
+                let next = next.to_vec();
+                if next.len() != vars.len() {
+                    return Err(JitError::Internal("a scan's state changes layout".into()));
+                }
+                for (var, v) in vars.iter().zip(next) {
                     t.b.def_var(*var, v);
                 }
                 t.release(mark);
