@@ -246,8 +246,10 @@ fn loops_reading_arrays_of_a_shared_array_of_tuples_compute_them() {
         2,
         "{text}"
     );
+    // The fold's own map builds arrays: it is fused into the fold, which
+    // reads the pairs of `X` and `Y` and builds only its accumulator.
     assert!(
-        text.contains("foldl (u, g. map2 (+) u g) zw (map2 ("),
+        text.contains("map2 (+) u (map (") && text.contains("zw (map2 (a, b. (a, b)) X Y)"),
         "{text}"
     );
     // Not when every consumer reads scalars, nor with one consumer, nor when
@@ -358,9 +360,25 @@ fn reductions_of_maps_are_folds() {
     // A shared array is not fused.
     let (out, stats) = simp(&term("let C = map exp A in (reduce (+) 0 C, C)"));
     assert_eq!(stats.count(Rule::FoldFusion), 0, "{out}");
-    // A reduction of a `map2` stays (a fold takes one array).
+    // A reduction of a `map2` of reals stays (its loop reads the pairs).
     let (out, stats) = simp(&term("reduce (+) 0 (map2 (a, b. a * b) A B)"));
     assert_eq!(stats.count(Rule::FoldFusion), 0, "{out}");
+    // A fold over a `map2` whose elements are arrays reads the pairs of
+    // its arrays, and the element's map is fused with the step's.
+    rewrites(
+        "foldl (u, v. map2 (+) u v) Z (map2 (x, y. map (b. b * y) x) X Y)",
+        "foldl (u, q. let y = q.1 in map2 (+) u (map (b_1. b_1 * y) q.0)) Z (map2 (a, b. (a, b)) X Y)",
+        Rule::FoldFusion,
+    );
+    // A zip shared by two folds is not stored: each reads the pairs.
+    let (out, stats) = simp(&term(
+        "let P = map2 (a, b. (a, b)) X Y in \
+         (foldl (s, p. s + p.0 * p.1) 0 P, foldl (s, p. s * p.0 - p.1) 1 P)",
+    ));
+    assert!(stats.count(Rule::InlineCheapMap) >= 1, "{out}");
+    let text = out.to_string();
+    assert!(!text.contains("let "), "{text}");
+    assert_eq!(text.matches("map2 (a, b. (a, b)) X Y").count(), 2, "{text}");
 }
 
 // ---- Dead code and common subexpressions

@@ -209,6 +209,12 @@ fn is_size(e: &Expr, depth: u32) -> bool {
 /// is never written. A use that needs the whole array (a `drop` of it,
 /// say) computes it there, once, as the binding would have.
 fn is_cheap_map(e: &Expr) -> bool {
+    // A zip of two variables (a fold fused with a `map2` reads one) pairs
+    // their elements: nothing is computed.
+    if let ExprKind::ArrayOp(ArrayOp::Map2, f, args) = &e.kind {
+        return args.iter().all(|a| matches!(a.kind, ExprKind::Var(_)))
+            && crate::simplify::pe::is_zip(f);
+    }
     let ExprKind::ArrayOp(ArrayOp::Map, f, args) = &e.kind else {
         return false;
     };

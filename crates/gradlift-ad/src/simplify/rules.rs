@@ -195,8 +195,8 @@ rules! {
     /// Fold fusion: a reduction of a map reads the mapped elements as it
     /// goes instead of building the array.
     FoldFusion = "fold-fusion",
-        "reduce f z (map g A) ⇝ foldl (acc, y. f(acc, g(y))) z A;  foldl f z (map g A) likewise",
-        "the map is written in place (not a shared variable); reduce runs left to right from z";
+        "reduce f z (map g A) ⇝ foldl (acc, y. f(acc, g(y))) z A;  foldl f z (map g A) likewise;  foldl f z (map2 g A B) ⇝ foldl (acc, q. f(acc, g(q.0, q.1))) z (map2 (a, b. (a, b)) A B)",
+        "the map is written in place (not a shared variable); reduce runs left to right from z; a map2 only when f is a lambda and g's body ends in a map or map2 (its elements are arrays), and never a zip";
 
     /// Map splitting: each fold reading arrays of a shared array of tuples
     /// computes them itself.
@@ -249,8 +249,8 @@ rules! {
     InlineIota = "inline-iota", "let x = iota(e) in C[x, x] ⇝ C[iota(e), iota(e)];  likewise let x = map (i. b) iota(e)",
         "e is a size expression (variables, constants, len of a variable, +, -, *); b is at most 12 constants, variables, primitives and ifs; no use is inside a lambda; the native backend computes the elements in the loop that reads them, or the one element an index reads";
     /// Inlining of a cheap map of a variable at each of its uses.
-    InlineCheapMap = "inline-cheap-map", "let x = map (a. b) V in C[x, x] ⇝ C[map (a. b) V, map (a. b) V]",
-        "V is a variable; b is at most two of + - * / and negation over a, constants and variables; no use is inside a lambda; the native backend computes the elements in the loop that reads them";
+    InlineCheapMap = "inline-cheap-map", "let x = map (a. b) V in C[x, x] ⇝ C[map (a. b) V, map (a. b) V];  likewise let x = map2 (a, b. (a, b)) V W",
+        "V (and W) are variables; b is at most two of + - * / and negation over a, constants and variables; no use is inside a lambda; the native backend computes the elements in the loop that reads them";
     /// Common-subexpression elimination.
     Cse = "cse", "let x = e in … e … ⇝ let x = e in … x …", "the free variables of e mean the same at both places";
 }

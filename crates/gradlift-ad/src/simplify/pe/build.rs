@@ -264,8 +264,19 @@ impl Pe<'_> {
         }
         if matches!(op, ArrayOp::Reduce | ArrayOp::Foldl(_)) && fusable(&f) {
             if let Val::Code(inner) = &vals[1] {
-                if let ExprKind::ArrayOp(ArrayOp::Map, g, _) = &inner.kind {
-                    if fusable(g) {
+                if let ExprKind::ArrayOp(inner_op @ (ArrayOp::Map | ArrayOp::Map2), g, _) =
+                    &inner.kind
+                {
+                    // A `map2` is fused when its elements are arrays built
+                    // by a `map` (the fold's step then builds only its own
+                    // array, the two maps fused, rather than each element
+                    // and then the step); a `map2` of reals is read in the
+                    // fold's loop anyway. Never a zip, which is what the
+                    // fusion builds.
+                    let map2_ok = matches!(f.kind, ExprKind::Lambda(..))
+                        && super::fuse::builds_array(g)
+                        && !super::fuse::is_zip(g);
+                    if fusable(g) && (*inner_op == ArrayOp::Map || map2_ok) {
                         let Some(Val::Code(inner)) = vals.pop() else {
                             unreachable!("checked above")
                         };

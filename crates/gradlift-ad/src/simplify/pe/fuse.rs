@@ -69,25 +69,58 @@ impl Pe<'_> {
         inner: Expr,
         span: Span,
     ) -> Res<Val> {
-        let ExprKind::ArrayOp(ArrayOp::Map, g, mut args) = into_kind(inner) else {
+        let ExprKind::ArrayOp(inner_op @ (ArrayOp::Map | ArrayOp::Map2), g, mut args) =
+            into_kind(inner)
+        else {
             unreachable!("fusion of a map")
         };
         self.stats.fire(Rule::FoldFusion);
         self.release_params(&g);
         self.release_params(&f);
+        let zip = inner_op == ArrayOp::Map2;
         let acc = param_names(&f)
             .and_then(|names| names.into_iter().next())
             .unwrap_or_else(|| Name::from("acc"));
-        let elem = param_names(&g)
-            .and_then(|names| names.into_iter().next())
-            .unwrap_or_else(|| Name::from("x"));
+        let elem = if zip {
+            Name::from("q")
+        } else {
+            param_names(&g)
+                .and_then(|names| names.into_iter().next())
+                .unwrap_or_else(|| Name::from("x"))
+        };
         let step = self.rebuild(&[acc, elem], span, |pe, mut ys| {
             let y = ys.pop().expect("two parameters");
             let acc = ys.pop().expect("two parameters");
-            let mid = pe.apply_residual(&g, vec![y], span)?;
+            // A `map2`'s elements are read from the pair of its arrays.
+            let inner_args = if zip {
+                vec![pe.project(y.clone(), 0, span)?, pe.project(y, 1, span)?]
+            } else {
+                vec![y]
+            };
+            let mid = pe.apply_residual(&g, inner_args, span)?;
             pe.apply_residual(&f, vec![acc, mid], span)
         })?;
-        let array = val_of(args.pop().expect("a map has an array"));
+        let array = if zip {
+            let (a, b) = (
+                self.names.fresh(&Name::from("a")),
+                self.names.fresh(&Name::from("b")),
+            );
+            let pair = mk(ExprKind::Tuple(vec![var(&a), var(&b)]));
+            let params = [a, b]
+                .into_iter()
+                .map(|n| Param {
+                    pat: Pattern::Var(n, Span::DUMMY),
+                    ty: None,
+                })
+                .collect();
+            let lambda = mk(ExprKind::Lambda(params, std::sync::Arc::new(pair)));
+            super::code(
+                ExprKind::ArrayOp(ArrayOp::Map2, Box::new(lambda), args),
+                span,
+            )
+        } else {
+            val_of(args.pop().expect("a map has an array"))
+        };
         self.array_op(ArrayOp::Foldl(schedule), step, vec![start, array], span)
     }
 
@@ -233,7 +266,20 @@ impl Pe<'_> {
 }
 
 /// Whether `f` is `(a, b. (a, b))`, the function of a zip.
-fn is_zip(f: &Expr) -> bool {
+/// Whether the function `f`'s body ends (through `let`s) in a `map` or
+/// `map2`.
+pub(super) fn builds_array(f: &Expr) -> bool {
+    let ExprKind::Lambda(_, body) = &f.kind else {
+        return false;
+    };
+    let mut e: &Expr = body;
+    while let ExprKind::Let { body, .. } = &e.kind {
+        e = body;
+    }
+    matches!(e.kind, ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, ..))
+}
+
+pub(crate) fn is_zip(f: &Expr) -> bool {
     let ExprKind::Lambda(ps, body) = &f.kind else {
         return false;
     };

@@ -43,6 +43,7 @@ mod build;
 mod cond;
 mod free;
 mod fuse;
+pub(crate) use fuse::is_zip;
 
 use super::fill::Facts;
 use super::names::{Env, FxMap, Names};
