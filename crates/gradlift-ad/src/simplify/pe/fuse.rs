@@ -69,7 +69,7 @@ impl Pe<'_> {
         inner: Expr,
         span: Span,
     ) -> Res<Val> {
-        let ExprKind::ArrayOp(inner_op @ (ArrayOp::Map | ArrayOp::Map2), g, mut args) =
+        let ExprKind::ArrayOp(inner_op @ (ArrayOp::Map | ArrayOp::Map2), g, args) =
             into_kind(inner)
         else {
             unreachable!("fusion of a map")
@@ -100,27 +100,7 @@ impl Pe<'_> {
             let mid = pe.apply_residual(&g, inner_args, span)?;
             pe.apply_residual(&f, vec![acc, mid], span)
         })?;
-        let array = if zip {
-            let (a, b) = (
-                self.names.fresh(&Name::from("a")),
-                self.names.fresh(&Name::from("b")),
-            );
-            let pair = mk(ExprKind::Tuple(vec![var(&a), var(&b)]));
-            let params = [a, b]
-                .into_iter()
-                .map(|n| Param {
-                    pat: Pattern::Var(n, Span::DUMMY),
-                    ty: None,
-                })
-                .collect();
-            let lambda = mk(ExprKind::Lambda(params, std::sync::Arc::new(pair)));
-            super::code(
-                ExprKind::ArrayOp(ArrayOp::Map2, Box::new(lambda), args),
-                span,
-            )
-        } else {
-            val_of(args.pop().expect("a map has an array"))
-        };
+        let array = self.fused_array(zip, args, span);
         self.array_op(ArrayOp::Foldl(schedule), step, vec![start, array], span)
     }
 
@@ -364,7 +344,7 @@ impl Pe<'_> {
         let Val::Code(inner) = std::mem::replace(&mut vals[k], Val::Const(0.0, false)) else {
             unreachable!("checked by fusable_map2_arg")
         };
-        let ExprKind::ArrayOp(inner_op, g, mut args) = into_kind(*inner) else {
+        let ExprKind::ArrayOp(inner_op, g, args) = into_kind(*inner) else {
             unreachable!("checked by fusable_map2_arg")
         };
         self.stats.fire(Rule::Map2ArgFusion);
@@ -408,28 +388,33 @@ impl Pe<'_> {
             ys[k] = mid;
             pe.apply_residual(&f, ys, span)
         })?;
-        vals[k] = if zip {
-            let (a, b) = (
-                self.names.fresh(&Name::from("a")),
-                self.names.fresh(&Name::from("b")),
-            );
-            let pair = mk(ExprKind::Tuple(vec![var(&a), var(&b)]));
-            let params = [a, b]
-                .into_iter()
-                .map(|n| Param {
-                    pat: Pattern::Var(n, Span::DUMMY),
-                    ty: None,
-                })
-                .collect();
-            let lambda = mk(ExprKind::Lambda(params, std::sync::Arc::new(pair)));
-            super::code(
-                ExprKind::ArrayOp(ArrayOp::Map2, Box::new(lambda), args),
-                span,
-            )
-        } else {
-            val_of(args.pop().expect("a map has an array"))
-        };
+        vals[k] = self.fused_array(zip, args, span);
         self.array_op(ArrayOp::Map2, fused, vals, span)
+    }
+
+    /// The array a fused function now reads: the one array of a `map`,
+    /// or (`zip`) the pairs of a `map2`'s two, `map2 (a, b. (a, b)) A B`.
+    fn fused_array(&mut self, zip: bool, mut args: Vec<Expr>, span: Span) -> Val {
+        if !zip {
+            return val_of(args.pop().expect("a map has an array"));
+        }
+        let (a, b) = (
+            self.names.fresh(&Name::from("a")),
+            self.names.fresh(&Name::from("b")),
+        );
+        let pair = mk(ExprKind::Tuple(vec![var(&a), var(&b)]));
+        let params = [a, b]
+            .into_iter()
+            .map(|n| Param {
+                pat: Pattern::Var(n, Span::DUMMY),
+                ty: None,
+            })
+            .collect();
+        let lambda = mk(ExprKind::Lambda(params, std::sync::Arc::new(pair)));
+        super::code(
+            ExprKind::ArrayOp(ArrayOp::Map2, Box::new(lambda), args),
+            span,
+        )
     }
 
     /// The residual block `body` builds: its own `let`s, then its value.
