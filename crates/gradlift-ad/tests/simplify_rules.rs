@@ -370,6 +370,12 @@ fn reductions_of_maps_are_folds() {
         "foldl (u, q. let y = q.1 in map2 (+) u (map (b_1. b_1 * y) q.0)) Z (map2 (a, b. (a, b)) X Y)",
         Rule::FoldFusion,
     );
+    // Not a `reduce`, whose `map2` is left to the rules that fuse the
+    // map's arguments into its function.
+    let (out, stats) = simp(&term(
+        "reduce (u, v. map2 (+) u v) Z (map2 (x, y. map (b. b * y) x) X Y)",
+    ));
+    assert_eq!(stats.count(Rule::FoldFusion), 0, "{out}");
     // A zip shared by two folds is not stored: each reads the pairs.
     let (out, stats) = simp(&term(
         "let P = map2 (a, b. (a, b)) X Y in \

@@ -158,7 +158,15 @@ impl Translator<'_, '_> {
                 let own = Shape::Array(a.len, Box::new(a.elem.clone()));
                 self.check_same_shape(&own, shape, Status::ShapeMismatch)?;
                 let bytes = unchecked_bytes(self.b, &own);
-                self.copy(addr, a.ptr, bytes)?;
+                // An array stored where it already is (a row an in-place
+                // step leaves unchanged) is not copied onto itself.
+                let elsewhere = self.b.ins().icmp(IntCC::NotEqual, addr, a.ptr);
+                let (copy, done) = (self.b.create_block(), self.b.create_block());
+                self.b.ins().brif(elsewhere, copy, &[], done, &[]);
+                self.b.switch_to_block(copy);
+                self.region(|t| t.copy(addr, a.ptr, bytes))?;
+                self.b.ins().jump(done, &[]);
+                self.b.switch_to_block(done);
             }
             _ => {
                 return Err(JitError::Internal(
@@ -1036,6 +1044,23 @@ impl Translator<'_, '_> {
         // releases them.
         let carried = if scan { None } else { Some(self.carried(&z)?) };
         let vars = self.variables(&z);
+        // A fold whose accumulator is one array that its step rewrites
+        // element by element updates it in place (see `in_place_step`).
+        let in_place = !scan
+            && match &z {
+                // Elements of reals (or tuples of them), or rows of them.
+                Values::Array(a) => match &a.elem {
+                    e if e.reals_only() => in_place_step(params, body, false),
+                    Shape::Array(_, e) if e.reals_only() => in_place_step(params, body, true),
+                    _ => false,
+                },
+                _ => false,
+            };
+        if let Some(c) = carried.as_ref().filter(|_| in_place) {
+            // Written in place from the first step: the start is copied
+            // into the loop's own buffer first.
+            self.own(c)?;
+        }
         let out = if scan {
             let n = self.b.ins().iadd_imm_s(len, 1);
             let (ptr, stride) = self.alloc_array(n, &shape)?;
@@ -1073,6 +1098,24 @@ impl Translator<'_, '_> {
                 }
             };
             let x = t.element(&a, i)?;
+            if carried.is_some() && in_place {
+                // The step rewrites the accumulator's array element by
+                // element, where it is: the loop's variables (its view)
+                // do not change.
+                let Values::Array(current) = &acc else {
+                    return Err(JitError::Internal("an in-place accumulator".into()));
+                };
+                let (at, shape) = (
+                    current.ptr,
+                    Shape::Array(current.len, Box::new(current.elem.clone())),
+                );
+                for ((p, v), ty) in params.iter().zip([acc.clone(), x]).zip(tys) {
+                    t.bind(&p.pat, v, ty)?;
+                }
+                t.lower_into(body, at, &shape)?;
+                t.release(mark);
+                return Ok(());
+            }
             if let Some(c) = carried.as_ref().filter(|c| c.has_buffers()) {
                 // The next accumulator is written into its buffer.
                 for ((p, v), ty) in params.iter().zip([acc, x]).zip(tys) {
@@ -1138,6 +1181,81 @@ impl Translator<'_, '_> {
             None => unreachable!("a scan returned above"),
         }
     }
+}
+
+/// Whether the `map`/`map2` ending a fold's step `(acc, y. body)` can be
+/// written over the accumulator's own array: the map reads the
+/// accumulator `acc` as one of its arrays, and that is the only mention of
+/// `acc` in the whole step. Element `i` of the result is then computed
+/// from element `i` of the accumulator and values that do not depend on
+/// the accumulator at all, so writing it where element `i` was changes
+/// nothing that is still to be read; the step writes no copy of the rows
+/// it leaves unchanged (a row that is the accumulator's own is not
+/// copied onto itself, `Translator::store`).
+///
+/// With `rows` (the accumulator's elements are rows of reals or of tuples
+/// of reals), the row a
+/// map's function is given is a view of the accumulator: the function may
+/// then only return it as it is or read it element by element, as the
+/// array of a `map` or `map2` that builds its result (reading it anywhere
+/// else, a shifted element say, could read what the step already wrote).
+fn in_place_step(params: &[Param], body: &Expr, rows: bool) -> bool {
+    let Some(gradlift_lang::Pattern::Var(acc, _)) = params.first().map(|p| &p.pat) else {
+        return false;
+    };
+    let mut tail = body;
+    while let ExprKind::Let { body, .. } = &tail.kind {
+        tail = body;
+    }
+    let ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, f, args) = &tail.kind else {
+        return false;
+    };
+    let Some(k) = args
+        .iter()
+        .position(|a| matches!(&a.kind, ExprKind::Var(x) if x == acc))
+    else {
+        return false;
+    };
+    if mentions_of(body, acc) != 1 {
+        return false;
+    }
+    if !rows {
+        return true;
+    }
+    match &f.kind {
+        ExprKind::Lambda(ps, row_body) => match ps.get(k).map(|p| &p.pat) {
+            Some(gradlift_lang::Pattern::Var(row, _)) => builds_from(row_body, row),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// Whether `e`, lowered into the place of the row `row`, reads `row` only
+/// element by element as it writes it, or is `row` itself.
+fn builds_from(e: &Expr, row: &gradlift_lang::Name) -> bool {
+    match &e.kind {
+        ExprKind::Var(x) if x == row => true,
+        ExprKind::If(c, t, f) => {
+            mentions_of(c, row) == 0 && builds_from(t, row) && builds_from(f, row)
+        }
+        ExprKind::Let { value, body, .. } => mentions_of(value, row) == 0 && builds_from(body, row),
+        ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, f, args) => {
+            mentions_of(f, row) == 0
+                && args.iter().all(|a| {
+                    matches!(&a.kind, ExprKind::Var(x) if x == row) || mentions_of(a, row) == 0
+                })
+        }
+        _ => mentions_of(e, row) == 0,
+    }
+}
+
+/// How many times `e` mentions the variable `name`.
+fn mentions_of(e: &Expr, name: &gradlift_lang::Name) -> usize {
+    gradlift_lang::deep::guard(|| match &e.kind {
+        ExprKind::Var(x) => usize::from(x == name),
+        _ => e.children().into_iter().map(|c| mentions_of(c, name)).sum(),
+    })
 }
 
 /// Pushes the types a pattern binds.

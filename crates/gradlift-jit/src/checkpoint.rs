@@ -199,6 +199,32 @@ impl Translator<'_, '_> {
         self.take_value(c, &v, &dest)
     }
 
+    /// Makes the value's arrays the loop's own: copies them into their
+    /// spare buffers (the start of a fold may be an array the step reads
+    /// too, or an argument, which a step writing in place must not touch).
+    pub fn own(&mut self, c: &Carried) -> Result<(), JitError> {
+        fn copy(t: &mut Translator<'_, '_>, v: &Values, dest: &Dest) -> Result<Values, JitError> {
+            match (v, dest) {
+                (Values::Tuple(vs), Dest::Tuple(ds)) if vs.len() == ds.len() => Ok(Values::Tuple(
+                    vs.iter()
+                        .zip(ds)
+                        .map(|(v, d)| copy(t, v, d))
+                        .collect::<Result<_, _>>()?,
+                )),
+                (_, Dest::At(at, shape, _)) => {
+                    t.store(*at, v, shape)?;
+                    Ok(load(t.b, *at, shape))
+                }
+                (_, Dest::Value) => Ok(v.clone()),
+                _ => Err(JitError::Internal("a carried value changes layout".into())),
+            }
+        }
+        let dest = self.dest(c);
+        let v = self.get(c);
+        let v = copy(self, &v, &dest)?;
+        self.take_value(c, &v, &dest)
+    }
+
     /// Makes the value the one `write` computes into the destination it is
     /// given (see [`Translator::lower_to`]): each array straight into its
     /// spare buffer (the value before the current one, which nothing reads

@@ -196,7 +196,7 @@ rules! {
     /// goes instead of building the array.
     FoldFusion = "fold-fusion",
         "reduce f z (map g A) ⇝ foldl (acc, y. f(acc, g(y))) z A;  foldl f z (map g A) likewise;  foldl f z (map2 g A B) ⇝ foldl (acc, q. f(acc, g(q.0, q.1))) z (map2 (a, b. (a, b)) A B)",
-        "the map is written in place (not a shared variable); reduce runs left to right from z; a map2 only when f is a lambda and g's body ends in a map or map2 (its elements are arrays), and never a zip";
+        "the map is written in place (not a shared variable); reduce runs left to right from z; a map2 only for foldl (not reduce), when f is a lambda and g's body ends in a map or map2 (its elements are arrays), and never a zip";
 
     /// Map splitting: each fold reading arrays of a shared array of tuples
     /// computes them itself.

@@ -267,13 +267,17 @@ impl Pe<'_> {
                 if let ExprKind::ArrayOp(inner_op @ (ArrayOp::Map | ArrayOp::Map2), g, _) =
                     &inner.kind
                 {
-                    // A `map2` is fused when its elements are arrays built
-                    // by a `map` (the fold's step then builds only its own
-                    // array, the two maps fused, rather than each element
-                    // and then the step); a `map2` of reals is read in the
-                    // fold's loop anyway. Never a zip, which is what the
-                    // fusion builds.
-                    let map2_ok = matches!(f.kind, ExprKind::Lambda(..))
+                    // A `foldl` over a `map2` is fused when the map's
+                    // elements are arrays built by a `map` (the step then
+                    // builds only its own array, the two maps fused,
+                    // rather than each element and then the step); a
+                    // `map2` of reals is read in the fold's loop anyway. A
+                    // `reduce` keeps its `map2` for the rules that fuse the
+                    // map's arguments into its function (`map2-arg-fusion`,
+                    // `zero-split`: kmeans' one-hot cotangent). Never a
+                    // zip, which is what the fusion builds.
+                    let map2_ok = matches!(op, ArrayOp::Foldl(_))
+                        && matches!(f.kind, ExprKind::Lambda(..))
                         && super::fuse::builds_array(g)
                         && !super::fuse::is_zip(g);
                     if fusable(g) && (*inner_op == ArrayOp::Map || map2_ok) {
