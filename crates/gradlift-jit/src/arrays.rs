@@ -430,6 +430,104 @@ impl Translator<'_, '_> {
         }))
     }
 
+    /// [`Translator::map_into`] at `dest`, with the folds of `waiting` whose
+    /// array the map's loop reads in full, in order, computed in that loop:
+    /// their parts and values.
+    fn map_into_riding(
+        &mut self,
+        params: &[Param],
+        body: &Expr,
+        args: &[Expr],
+        (at, want): (Value, &Shape),
+        waiting: &[TupleRider<'_>],
+    ) -> Result<Vec<(usize, Values)>, JitError> {
+        let m = self.mapping(params, body, args)?;
+        let own = Shape::Array(m.len, Box::new(m.shape.clone()));
+        self.check_same_shape(&own, want, Status::ShapeMismatch)?;
+        let stride = unchecked_bytes(self.b, &m.shape);
+        let mut folds = Vec::new();
+        let mut parts = Vec::new();
+        for r in waiting {
+            let Some(Values::Array(v)) = self.env.get(r.array).cloned() else {
+                continue;
+            };
+            let Some(read) = m.sources.iter().find_map(|s| reads_all_of(s, v.ptr, self)) else {
+                continue;
+            };
+            let start = self.lower(r.start)?;
+            let vars = self.variables(&start);
+            folds.push(Fold {
+                params: r.params,
+                body: r.body,
+                tys: [r.ty.clone(), r.elem.clone()],
+                start,
+                vars,
+                reads: Some(read),
+            });
+            parts.push(r.part);
+        }
+        self.write_mapping_with(&m, at, stride, &folds)?;
+        Ok(parts
+            .into_iter()
+            .zip(&folds)
+            .map(|(part, f)| {
+                let current: Vec<Value> = f.vars.iter().map(|v| self.b.use_var(*v)).collect();
+                (part, f.start.rebuild(&mut current.into_iter()))
+            })
+            .collect())
+    }
+
+    /// The parts of a tuple that are folds of reals over an array variable
+    /// (`reduce`/`foldl` without a schedule, whose function's body and
+    /// start cannot fail): deferred, they may ride along a `map` among the
+    /// parts that reads their array (prod's gradient: the product rides
+    /// along the loop of the `map2` that reads the prefix products of the
+    /// same array). A fold that cannot fail gives its value whenever it is
+    /// computed, and the loop gives it the same elements in the same
+    /// order: the result is bit for bit the same.
+    fn riding_folds<'e>(&mut self, es: &'e [Expr]) -> Result<Vec<TupleRider<'e>>, JitError> {
+        let maps = es
+            .iter()
+            .filter(|e| matches!(e.kind, ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, ..)))
+            .count();
+        let mut out = Vec::new();
+        if maps == 0 {
+            return Ok(out);
+        }
+        for (part, e) in es.iter().enumerate() {
+            let ExprKind::ArrayOp(ArrayOp::Reduce | ArrayOp::Foldl(None), f, args) = &e.kind else {
+                continue;
+            };
+            let ([start, array], ExprKind::Lambda(params, body)) = (args.as_slice(), &f.kind)
+            else {
+                continue;
+            };
+            let ExprKind::Var(name) = &array.kind else {
+                continue;
+            };
+            if params.len() != 2 || !cannot_fail(body) || !cannot_fail(start) {
+                continue;
+            }
+            let ty = self.type_of(start)?;
+            let Type::Array(elem, _) = self.type_of(array)? else {
+                continue;
+            };
+            if !matches!(self.shape_of_type(&ty, false), Ok(s) if s.reals_only()) {
+                continue;
+            }
+            out.push(TupleRider {
+                part,
+                array: name,
+                params,
+                body,
+                start,
+                ty,
+                elem: *elem,
+            });
+        }
+        Ok(out)
+    }
+
     /// A `map`/`map2` up to its loop: its sources (their arrays computed),
     /// its length and the layout of its elements.
     fn mapping<'e>(
@@ -480,6 +578,7 @@ impl Translator<'_, '_> {
                 tys: [r.ty.clone(), m.out_ty.clone()],
                 start,
                 vars,
+                reads: None,
             });
         }
         self.write_mapping_with(&m, ptr, stride, &folds)?;
@@ -535,11 +634,23 @@ impl Translator<'_, '_> {
             let at = t.element_addr(to, i, stride);
             t.lower_into(m.body, at, &m.shape)?;
             if !folds.is_empty() {
-                let x = load(t.b, at, &m.shape);
+                let x = folds
+                    .iter()
+                    .any(|f| f.reads.is_none())
+                    .then(|| load(t.b, at, &m.shape));
                 for f in folds {
                     let current: Vec<Value> = f.vars.iter().map(|v| t.b.use_var(*v)).collect();
                     let acc = f.start.rebuild(&mut current.into_iter());
-                    let next = t.apply(f.params, f.body, vec![acc, x.clone()], &f.tys)?;
+                    let y = match (&f.reads, &x) {
+                        (Some((a, stride)), _) => {
+                            let ptr = t.entry_copy(a.ptr);
+                            let at = t.element_addr(ptr, i, *stride);
+                            load(t.b, at, &a.elem)
+                        }
+                        (None, Some(x)) => x.clone(),
+                        (None, None) => unreachable!("loaded for the folds over the map"),
+                    };
+                    let next = t.apply(f.params, f.body, vec![acc, y], &f.tys)?;
                     let next = next.to_vec();
                     if next.len() != f.vars.len() {
                         return Err(JitError::Internal("accumulator layout changes".into()));
@@ -605,11 +716,44 @@ impl Translator<'_, '_> {
         match (&e.kind, shape) {
             (ExprKind::Let { .. }, _) => self.let_chain_into(e, at, shape),
             (ExprKind::Tuple(es), Shape::Tuple(ss)) if es.len() == ss.len() => {
+                let mut addrs = Vec::with_capacity(es.len());
                 let mut a = at;
-                for (e, s) in es.iter().zip(ss) {
-                    self.lower_into(e, a, s)?;
+                for s in ss {
+                    addrs.push(a);
                     let k = unchecked_bytes(self.b, s);
                     a = self.b.ins().iadd(a, k);
+                }
+                // Outside loops, a fold of an array that a `map` among the
+                // parts reads in full, in order, is computed in the map's
+                // loop (see `Translator::riding_folds`).
+                let mut waiting = if self.loops.is_empty() {
+                    self.riding_folds(es)?
+                } else {
+                    Vec::new()
+                };
+                for (k, (e, s)) in es.iter().zip(ss).enumerate() {
+                    if waiting.iter().any(|r| r.part == k) {
+                        continue;
+                    }
+                    match &e.kind {
+                        ExprKind::ArrayOp(op @ (ArrayOp::Map | ArrayOp::Map2), f, args)
+                            if !waiting.is_empty() && matches!(s, Shape::Array(..)) =>
+                        {
+                            let (params, body) = self.lambda(f, op.fn_arity())?;
+                            let done = self.labelled(
+                                || crate::annotate::one_line(e),
+                                |t| t.map_into_riding(params, body, args, (addrs[k], s), &waiting),
+                            )?;
+                            for (part, v) in done {
+                                self.store(addrs[part], &v, &ss[part])?;
+                                waiting.retain(|r| r.part != part);
+                            }
+                        }
+                        _ => self.lower_into(e, addrs[k], s)?,
+                    }
+                }
+                for r in waiting {
+                    self.lower_into(&es[r.part], addrs[r.part], &ss[r.part])?;
                 }
                 Ok(())
             }
@@ -1297,6 +1441,36 @@ pub(crate) struct Fold<'e> {
     tys: [Type; 2],
     start: Values,
     vars: Vec<cranelift_frontend::Variable>,
+    /// The array the fold reads, element `i` at iteration `i`, when it is
+    /// not the map's result.
+    reads: Option<(ArrayVal, Value)>,
+}
+
+/// A fold that is a part of a tuple, waiting to ride along the loop of a
+/// `map` among the parts (see [`Translator::riding_folds`]).
+struct TupleRider<'e> {
+    part: usize,
+    array: &'e gradlift_lang::Name,
+    params: &'e [Param],
+    body: &'e Expr,
+    start: &'e Expr,
+    ty: Type,
+    elem: Type,
+}
+
+/// The array (and its stride) whose address is `ptr`, when the loop over
+/// `s` reads its element `i` at iteration `i` for every `i`: `s` is that
+/// array, or a map or a carried scan that reads it so.
+fn reads_all_of(s: &Source<'_>, ptr: Value, t: &Translator<'_, '_>) -> Option<(ArrayVal, Value)> {
+    match s {
+        Source::Array(a, stride) => {
+            let dfg = &t.b.func.dfg;
+            (dfg.resolve_aliases(a.ptr) == dfg.resolve_aliases(ptr)).then(|| (a.clone(), *stride))
+        }
+        Source::Mapped { inputs, .. } => inputs.iter().find_map(|s| reads_all_of(s, ptr, t)),
+        Source::Scan { input, .. } => reads_all_of(input, ptr, t),
+        _ => None,
+    }
 }
 
 /// A part of a `concat`.

@@ -107,3 +107,52 @@ fn the_folds_of_an_empty_map_are_their_starts() {
     // And with elements: the interpreter's result, bit for bit (`run`).
     run(source, &[data(30), Value::Real(-1.5)]);
 }
+
+#[test]
+fn a_fold_that_is_a_part_of_the_result_rides_along_a_map_reading_its_array() {
+    // The fold reads `x`, which the map reads in full, in order: one loop.
+    let source = "def f(x: [R; n]) -> (R, [R; n]) =
+      (reduce (a, b. a * b) 1 x, map (v. v * 2) x)";
+    let (_, loops) = run(source, &[data(40)]);
+    assert_eq!(loops, 1);
+    run(source, &[data(0)]);
+    // Through a scan carried in the map's loop (prod's gradient): the
+    // product rides along the loop that reads the prefix products; the
+    // right scan is its own loop.
+    let source = "def f(x: [R; n]) -> (R, [R; n]) =
+      (reduce (a, b. a * b) 1 x,
+       map2 (a, b. a * b) (shift1L (scanr (a, b. a * b) 1 x)) (shift1R (scanl (a, b. a * b) 1 x)))";
+    let (_, loops) = run(source, &[data(40)]);
+    assert_eq!(loops, 2);
+    run(source, &[data(1)]);
+    run(source, &[data(0)]);
+}
+
+#[test]
+fn folds_in_the_result_that_cannot_ride_along_run_on_their_own() {
+    for source in [
+        // The map reads the array shifted: not every element.
+        "def f(x: [R; n + 1]) -> (R, [R; n]) =
+           (foldl (a, b. a + b) 0 x, map (v. v * 2) (shift1L x))",
+        // The fold's body indexes an array: it could fail.
+        "def f(x: [R; n], y: [R; m]) -> (R, [R; n]) =
+           (foldl (a, b. a + b * y[3]) 0 x, map (v. v * 2) x)",
+        // The map reads another array.
+        "def f(x: [R; n], y: [R; n]) -> (R, [R; n]) =
+           (foldl (a, b. a + b) 0 x, map (v. v * 2) y)",
+    ] {
+        let checked = gradlift_lang::check_source("<test>", source).unwrap();
+        let arity = checked.module.defs.last().unwrap().params.len();
+        let args: Vec<Value> = (0..arity).map(|_| data(12)).collect();
+        let (_, loops) = run(source, &args);
+        assert_eq!(loops, 2, "{source}");
+    }
+    // An index out of bounds in the fold is the interpreter's error.
+    let source = "def f(x: [R; n], y: [R; m]) -> (R, [R; n]) =
+      (foldl (a, b. a + b * y[3]) 0 x, map (v. v * 2) x)";
+    let checked = check_source("<test>", source).unwrap();
+    let closed = inline(&checked, 0);
+    let jit = Jit::new().unwrap().verify(true);
+    let got = jit.compile(&closed).unwrap().call(&[data(5), data(2)]);
+    assert!(got.is_err(), "{got:?}");
+}
