@@ -18,7 +18,9 @@
 //! error is raised earlier than it would be); neither mentions a name
 //! bound from `P`'s binding up to the fold's; and its accumulator holds
 //! reals only. The fold is searched for among the next [`LOOKAHEAD`]
-//! bindings.
+//! bindings. (A fold that is a part of the function's result rides along
+//! a `map` among the parts that reads the fold's array in full, in order:
+//! `Translator::riding_folds` in `arrays.rs`.)
 
 use crate::annotate::one_line;
 use crate::arrays::cannot_fail;
