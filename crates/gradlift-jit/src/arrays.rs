@@ -454,27 +454,44 @@ impl Translator<'_, '_> {
             let Some(read) = m.sources.iter().find_map(|s| reads_all_of(s, v.ptr, self)) else {
                 continue;
             };
-            let start = self.lower(r.start)?;
-            let vars = self.variables(&start);
-            folds.push(Fold {
-                params: r.params,
-                body: r.body,
-                tys: [r.ty.clone(), r.elem.clone()],
-                start,
-                vars,
-                reads: Some(read),
-            });
+            let tys = [r.ty.clone(), r.elem.clone()];
+            folds.push(self.fold_from(r.params, r.body, r.start, tys, Some(read))?);
             parts.push(r.part);
         }
         self.write_mapping_with(&m, at, stride, &folds)?;
-        Ok(parts
-            .into_iter()
-            .zip(&folds)
-            .map(|(part, f)| {
+        Ok(parts.into_iter().zip(self.fold_results(&folds)).collect())
+    }
+
+    /// A [`Fold`] starting from the value of `start`.
+    fn fold_from<'e>(
+        &mut self,
+        params: &'e [Param],
+        body: &'e Expr,
+        start: &Expr,
+        tys: [Type; 2],
+        reads: Option<(ArrayVal, Value)>,
+    ) -> Result<Fold<'e>, JitError> {
+        let start = self.lower(start)?;
+        let vars = self.variables(&start);
+        Ok(Fold {
+            params,
+            body,
+            tys,
+            start,
+            vars,
+            reads,
+        })
+    }
+
+    /// The values of `folds` after their loop.
+    fn fold_results(&mut self, folds: &[Fold<'_>]) -> Vec<Values> {
+        folds
+            .iter()
+            .map(|f| {
                 let current: Vec<Value> = f.vars.iter().map(|v| self.b.use_var(*v)).collect();
-                (part, f.start.rebuild(&mut current.into_iter()))
+                f.start.rebuild(&mut current.into_iter())
             })
-            .collect())
+            .collect()
     }
 
     /// The parts of a tuple that are folds of reals over an array variable
@@ -570,25 +587,11 @@ impl Translator<'_, '_> {
         let (ptr, stride) = self.alloc_array(m.len, &m.shape)?;
         let mut folds = Vec::with_capacity(riders.len());
         for r in riders {
-            let start = self.lower(r.start)?;
-            let vars = self.variables(&start);
-            folds.push(Fold {
-                params: r.params,
-                body: r.body,
-                tys: [r.ty.clone(), m.out_ty.clone()],
-                start,
-                vars,
-                reads: None,
-            });
+            let tys = [r.ty.clone(), m.out_ty.clone()];
+            folds.push(self.fold_from(r.params, r.body, r.start, tys, None)?);
         }
         self.write_mapping_with(&m, ptr, stride, &folds)?;
-        let results = folds
-            .iter()
-            .map(|f| {
-                let current: Vec<Value> = f.vars.iter().map(|v| self.b.use_var(*v)).collect();
-                f.start.rebuild(&mut current.into_iter())
-            })
-            .collect();
+        let results = self.fold_results(&folds);
         let array = Values::Array(ArrayVal {
             ptr,
             len: m.len,
