@@ -8,8 +8,13 @@
 //! accumulator are Cranelift `Variable`s, everything else is SSA. The
 //! address of a row of a nested array is opaque to instruction selection
 //! ([`crate::values::opaque`]), so loops over the row do not recompute it.
-//! A stored map carries the folds over it that can ride along
-//! ([`Translator::map_with_folds`], chosen in `horizontal.rs`). The lambda's body is
+//! A loop reads the values it uses from before it through copies made at
+//! its entry, and its fold results leave through copies made at its exit
+//! (`LoopEntry` in `lower.rs`), so the register allocator spills outside
+//! the loop. A stored map carries the folds over it that can ride along
+//! ([`Translator::map_with_folds`], chosen in `horizontal.rs`), and a map
+//! that is a part of the function's result the folds of the result over
+//! an array it reads in full ([`Translator::riding_folds`]). The lambda's body is
 //! lowered inline in the loop body with its parameters bound to the loaded
 //! elements. Results are written to fresh workspace memory, element `i` at
 //! `ptr + i·stride`; slicing builtins return views (no copy). A `map` or
@@ -26,7 +31,9 @@
 //! the one element ([`Translator::index_source`]); a stored `concat` writes
 //! a map part straight into its result. A loop's accumulator lives in
 //! variables and, for its arrays, two buffers ([`Translator::lower_to`],
-//! `checkpoint.rs`). Arrays stored into a row are checked to have the
+//! `checkpoint.rs`) — one, updated in place, when the step rewrites the
+//! array element by element (`in_place_step`); a stored scan of reals
+//! carries its state in variables too. Arrays stored into a row are checked to have the
 //! row's shape, and every index, length and count is checked before memory
 //! is touched.
 
@@ -413,6 +420,22 @@ impl Translator<'_, '_> {
         args: &[Expr],
         dest: Option<(Value, &Shape)>,
     ) -> Result<Values, JitError> {
+        let (array, _) = self.map_folding(params, body, args, dest, &mut |_, _| Ok(Vec::new()))?;
+        Ok(array)
+    }
+
+    /// [`Translator::map_into`], with the folds `folds` makes from the
+    /// map's [`Mapping`] computed in the map's loop: the array and the
+    /// folds' results.
+    #[allow(clippy::type_complexity)]
+    fn map_folding<'e>(
+        &mut self,
+        params: &[Param],
+        body: &Expr,
+        args: &[Expr],
+        dest: Option<(Value, &Shape)>,
+        folds: &mut dyn FnMut(&mut Self, &Mapping<'_>) -> Result<Vec<Fold<'e>>, JitError>,
+    ) -> Result<(Values, Vec<Values>), JitError> {
         let m = self.mapping(params, body, args)?;
         let (ptr, stride) = match dest {
             Some((at, want)) => {
@@ -422,12 +445,15 @@ impl Translator<'_, '_> {
             }
             None => self.alloc_array(m.len, &m.shape)?,
         };
-        self.write_mapping(&m, ptr, stride)?;
-        Ok(Values::Array(ArrayVal {
+        let folds = folds(self, &m)?;
+        self.write_mapping_with(&m, ptr, stride, &folds)?;
+        let results = self.fold_results(&folds);
+        let array = Values::Array(ArrayVal {
             ptr,
             len: m.len,
             elem: m.shape,
-        }))
+        });
+        Ok((array, results))
     }
 
     /// [`Translator::map_into`] at `dest`, with the folds of `waiting` whose
@@ -438,28 +464,26 @@ impl Translator<'_, '_> {
         params: &[Param],
         body: &Expr,
         args: &[Expr],
-        (at, want): (Value, &Shape),
+        dest: (Value, &Shape),
         waiting: &[TupleRider<'_>],
     ) -> Result<Vec<(usize, Values)>, JitError> {
-        let m = self.mapping(params, body, args)?;
-        let own = Shape::Array(m.len, Box::new(m.shape.clone()));
-        self.check_same_shape(&own, want, Status::ShapeMismatch)?;
-        let stride = unchecked_bytes(self.b, &m.shape);
-        let mut folds = Vec::new();
         let mut parts = Vec::new();
-        for r in waiting {
-            let Some(Values::Array(v)) = self.env.get(r.array).cloned() else {
-                continue;
-            };
-            let Some(read) = m.sources.iter().find_map(|s| reads_all_of(s, v.ptr, self)) else {
-                continue;
-            };
-            let tys = [r.ty.clone(), r.elem.clone()];
-            folds.push(self.fold_from(r.params, r.body, r.start, tys, Some(read))?);
-            parts.push(r.part);
-        }
-        self.write_mapping_with(&m, at, stride, &folds)?;
-        Ok(parts.into_iter().zip(self.fold_results(&folds)).collect())
+        let (_, results) = self.map_folding(params, body, args, Some(dest), &mut |t, m| {
+            let mut folds = Vec::new();
+            for r in waiting {
+                let Some(Values::Array(v)) = t.env.get(r.array).cloned() else {
+                    continue;
+                };
+                let Some(read) = m.sources.iter().find_map(|s| reads_all_of(s, v.ptr, t)) else {
+                    continue;
+                };
+                let tys = [r.ty.clone(), r.elem.clone()];
+                folds.push(t.fold_from(r.params, r.body, r.start, tys, Some(read))?);
+                parts.push(r.part);
+            }
+            Ok(folds)
+        })?;
+        Ok(parts.into_iter().zip(results).collect())
     }
 
     /// A [`Fold`] starting from the value of `start`.
@@ -583,21 +607,15 @@ impl Translator<'_, '_> {
         args: &[Expr],
         riders: &[crate::horizontal::Rider<'_>],
     ) -> Result<(Values, Vec<Values>), JitError> {
-        let m = self.mapping(params, body, args)?;
-        let (ptr, stride) = self.alloc_array(m.len, &m.shape)?;
-        let mut folds = Vec::with_capacity(riders.len());
-        for r in riders {
-            let tys = [r.ty.clone(), m.out_ty.clone()];
-            folds.push(self.fold_from(r.params, r.body, r.start, tys, None)?);
-        }
-        self.write_mapping_with(&m, ptr, stride, &folds)?;
-        let results = self.fold_results(&folds);
-        let array = Values::Array(ArrayVal {
-            ptr,
-            len: m.len,
-            elem: m.shape,
-        });
-        Ok((array, results))
+        self.map_folding(params, body, args, None, &mut |t, m| {
+            riders
+                .iter()
+                .map(|r| {
+                    let tys = [r.ty.clone(), m.out_ty.clone()];
+                    t.fold_from(r.params, r.body, r.start, tys, None)
+                })
+                .collect()
+        })
     }
 
     /// The loop of a [`Mapping`], writing element `i` at `ptr + i·stride`.
@@ -1245,7 +1263,7 @@ impl Translator<'_, '_> {
                 }
             };
             let x = t.element(&a, i)?;
-            if carried.is_some() && in_place {
+            if in_place {
                 // The step rewrites the accumulator's array element by
                 // element, where it is: the loop's variables (its view)
                 // do not change.

@@ -112,6 +112,14 @@ pub fn rewrites(input: &str, expected: &str, rule: Rule) {
     rewrites_with(input, expected, rule, &Options::default())
 }
 
+/// Simplifies each of `inputs` and checks that `rule` never fired.
+pub fn never_fires(inputs: &[&str], rule: Rule) {
+    for input in inputs {
+        let (out, stats) = simp(&term(input));
+        assert_eq!(stats.count(rule), 0, "{input} ⇝ {out}\nfired: {stats}");
+    }
+}
+
 pub fn rewrites_with(input: &str, expected: &str, rule: Rule, opts: &Options) {
     let (out, stats) = simp_with(&term(input), opts);
     let want = parse_expr(expected)
