@@ -6,7 +6,7 @@ mod simplify_support;
 
 use gradlift_ad::simplify::{Options, Rule};
 use gradlift_lang::syntax::ExprKind;
-use gradlift_lang::Value;
+use gradlift_lang::{Prim, Value};
 use simplify_support::*;
 
 // ---- Algebraic simplifications
@@ -234,9 +234,10 @@ fn consumers_of_arrays_of_tuples_read_the_components() {
 #[test]
 fn loops_reading_arrays_of_a_shared_array_of_tuples_compute_them() {
     // The fold reading an array component gets its own map, written in
-    // place; the other consumers share what is left.
+    // place; the other consumers share what is left. (The component is
+    // too costly to rebuild where it is read: three operations.)
     let input = "let P = map2 (x, y. let s = reduce (+) 0 (map2 (*) w x) * y in \
-                 (map (b. b * s) x, map (a. a * s) w, s)) X Y in \
+                 (map (b. b * s * s * s) x, map (a. a * s) w, s)) X Y in \
                  (reduce (u, v. map2 (+) u v) zw (map (g. g.0) P), map (g. g.1) P, map (g. g.2) P, map (g. g.2 + 1) P)";
     let (out, stats) = simp(&term(input));
     assert_eq!(stats.count(Rule::MapSplit), 1, "{out}");
@@ -598,30 +599,104 @@ fn an_array_component_is_rebuilt_from_the_reals_it_is_made_of() {
     let vals = values(&[
         ("u", Value::Real(0.5)),
         ("w", Value::reals(&[1.0, -2.0, 0.25])),
-        (
-            "X",
-            Value::Array(
-                vec![
-                    Value::reals(&[0.5, 1.5, -1.0]),
-                    Value::reals(&[2.0, 0.0, 3.0]),
-                ]
-                .into(),
-            ),
-        ),
+        ("X", two_rows()),
     ]);
     let before = term(input);
     assert_same_meaning(&before, &out, &types, &["d", "m"], &vals);
 }
 
 #[test]
-fn an_array_component_of_the_row_itself_is_stored() {
-    // `map (a. a * s) x` maps the row, bound inside the map: not
-    // rebuilt (the consumers could not read `x`).
-    let (_, stats) = simp(&term(
-        "let P = map (x. let s = exp(reduce (+) 0 x) in (map (a. a * s) x, s)) X in \
-         (map (g. g.0) P, foldl (acc, h. acc + h.1) 0 P)",
-    ));
-    assert_eq!(stats.count(Rule::RebuiltComponent), 0, "fired: {stats}");
+fn an_array_component_of_the_row_itself_is_rebuilt_from_the_row() {
+    // `map (a. a * s) x` maps the row: its consumers read the pairs of `P`
+    // and `X` and rebuild it from `s` and the row; nothing of size
+    // `m × d` is stored, and the row's sum is computed once.
+    let input = "let P = map (x. let s = exp(reduce (+) 0 x) in (map (a. a * s) x, s)) X in \
+                 (map (g. g.0) P, foldl (acc, h. acc + h.1) 0 P, \
+                  foldl (u, h. map2 (+) u h.0) w P)";
+    let (out, stats) = simp(&term(input));
+    assert!(stats.count(Rule::RebuiltComponent) > 0, "fired: {stats}");
+    assert_eq!(stats.count(Rule::MapSplit), 0, "fired: {stats}");
+    let text = out.to_string();
+    assert_eq!(text.matches("reduce (+) 0.0").count(), 1, "{text}");
+    assert!(text.contains("P X)"), "{text}");
+    let types = typed(&[("w", "[R; d]"), ("X", "[[R; d]; m]")]);
+    let vals = values(&[("w", Value::reals(&[1.0, -2.0, 0.25])), ("X", two_rows())]);
+    assert_same_meaning(&term(input), &out, &types, &["d", "m"], &vals);
+    // Not when a consumer is a `reduce` (its accumulator is an element of
+    // `P` too).
+    never_fires(
+        &[
+            "let P = map (x. let s = exp(reduce (+) 0 x) in (map (a. a * s) x, s)) X in \
+             (reduce (g, h. (map2 (+) g.0 h.0, g.1 + h.1)) z P, map (g. g.1) P)",
+        ],
+        Rule::RebuiltComponent,
+    );
+}
+
+// ---- Sibling maps
+
+#[test]
+fn a_sibling_map_becomes_a_component_of_the_stored_one() {
+    // The primal's map and the map of partial derivatives both compute
+    // `w · x` per row: one loop over `X` and `Y` computes it once.
+    let input =
+        "let P = map2 (x, y. let t = reduce (+) 0 (map2 (*) w x) in (t * y, exp(t))) X Y in \
+                 (reduce (+) 0 (map2 (x, y. log(1 + exp(reduce (+) 0 (map2 (*) w x))) * y) X Y), \
+                  map (g. g.0) P, map (g. g.1 + 1) P)";
+    let (out, stats) = simp(&term(input));
+    assert!(stats.count(Rule::MapMerge) > 0, "fired: {stats}");
+    let text = out.to_string();
+    assert_eq!(text.matches("map2 (*) w").count(), 1, "{text}");
+    assert_eq!(count_prim(&out, Prim::Exp), 1, "{text}");
+    let types = typed(&[("w", "[R; d]"), ("X", "[[R; d]; m]"), ("Y", "[R; m]")]);
+    let vals = values(&[
+        ("w", Value::reals(&[1.0, -2.0, 0.25])),
+        ("X", two_rows()),
+        ("Y", Value::reals(&[1.0, -1.0])),
+    ]);
+    assert_same_meaning(&term(input), &out, &types, &["d", "m"], &vals);
+    // A map whose elements are not tuples becomes the pairs of its old
+    // element and the sibling's.
+    let input = "let H = map (x. tanh(reduce (+) 0 x)) X in \
+                 let D = map (x. 1 - tanh(reduce (+) 0 x) * tanh(reduce (+) 0 x)) X in \
+                 (map2 (*) H D, reduce (+) 0 D)";
+    let (out, stats) = simp(&term(input));
+    assert!(stats.count(Rule::MapMerge) > 0, "fired: {stats}");
+    assert_eq!(count_prim(&out, Prim::Tanh), 1, "{out}");
+    let types = typed(&[("X", "[[R; d]; m]")]);
+    let vals = values(&[(
+        "X",
+        Value::Array(vec![Value::reals(&[0.5, 1.5]), Value::reals(&[2.0, -3.0])].into()),
+    )]);
+    assert_same_meaning(&term(input), &out, &types, &["d", "m"], &vals);
+    // Not a sibling: under a lambda (computed per element of another
+    // loop), in a branch, mentioning a name bound after `P`, able to fail
+    // (an index), over other arrays, or sharing no costly work.
+    never_fires(
+        &[
+            "let P = map (x. (exp(x), x)) A in \
+             (map (g. g.0) P, map (v. reduce (+) 0 (map (x. exp(x) * v) A)) B)",
+            "let P = map (x. (exp(x), x)) A in \
+             (map (g. g.0) P, if c > 0 then map (x. exp(x) + 1) A else A)",
+            "let P = map (x. (exp(x), x)) A in let k = reduce (+) 0 (map (g. g.1) P) in \
+             (map (g. g.0) P, map (x. exp(x) * k) A)",
+            "let P = map (x. (exp(x), x)) A in (map (g. g.0) P, map (x. exp(x) * B[0]) A)",
+            "let P = map (x. (exp(x), x)) A in (map (g. g.0) P, map (x. exp(x)) B)",
+            "let P = map (x. (exp(x), x)) A in (map (g. g.0) P, map (x. x * 2) A)",
+        ],
+        Rule::MapMerge,
+    );
+}
+
+/// A 2 × 3 matrix of reals.
+fn two_rows() -> Value {
+    Value::Array(
+        vec![
+            Value::reals(&[0.5, 1.5, -1.0]),
+            Value::reals(&[2.0, 0.0, 3.0]),
+        ]
+        .into(),
+    )
 }
 
 // ---- Ranges and their maps

@@ -201,18 +201,21 @@ fn is_size(e: &Expr, depth: u32) -> bool {
 
 /// Whether `e` is `map (x. b) V` for a variable `V`, `b` at most
 /// [`MAX_CHEAP_MAP_OPS`] additions, subtractions, multiplications,
-/// divisions and negations of `x`, constants and variables: a scaled
-/// cotangent (`map (ζ. h * ζ) g`). Such a map is substituted at every use
+/// divisions and negations of `x`, constants, variables and projections
+/// of those: a scaled cotangent (`map (ζ. h * ζ) g`), a component of an
+/// array of tuples (`map (g. g.1) P`). Such a map is substituted at every use
 /// (rule `inline-cheap-map`), like a range: a loop reading it computes
 /// each element from `V`'s — the same operations on the same operands,
 /// reading one array as it would have read the stored one — and the array
 /// is never written. A use that needs the whole array (a `drop` of it,
 /// say) computes it there, once, as the binding would have.
 fn is_cheap_map(e: &Expr) -> bool {
-    // A zip of two variables (a fold fused with a `map2` reads one) pairs
-    // their elements: nothing is computed.
+    // A zip of two variables or cheap maps (a fold fused with a `map2`
+    // reads one) pairs their elements: nothing is computed.
     if let ExprKind::ArrayOp(ArrayOp::Map2, f, args) = &e.kind {
-        return args.iter().all(|a| matches!(a.kind, ExprKind::Var(_)))
+        return args
+            .iter()
+            .all(|a| matches!(a.kind, ExprKind::Var(_)) || is_cheap_map(a))
             && crate::simplify::pe::is_zip(f);
     }
     let ExprKind::ArrayOp(ArrayOp::Map, f, args) = &e.kind else {
@@ -233,6 +236,8 @@ const MAX_CHEAP_MAP_OPS: u32 = 2;
 fn arithmetic(e: &Expr, ops: &mut u32) -> bool {
     match &e.kind {
         ExprKind::Const(_) | ExprKind::Var(_) => true,
+        // A component of the element: read, not computed.
+        ExprKind::Proj(x, _) => arithmetic(x, ops),
         ExprKind::Prim(Prim::Add | Prim::Sub | Prim::Mul | Prim::Div | Prim::Neg, xs) => {
             *ops += 1;
             *ops <= MAX_CHEAP_MAP_OPS && xs.iter().all(|x| arithmetic(x, ops))

@@ -22,7 +22,8 @@
 //! which can expose a fusion or an array rule, until a round changes
 //! nothing (at most [`MAX_ROUNDS`] rounds in all). Between them, `prune.rs`
 //! (dead components, sums moved into branches), `reuse.rs` (folds reading
-//! stored maps) and `split.rs` (derived components, map splitting) rewrite
+//! stored maps), `merge.rs` (sibling maps merged into a stored one) and
+//! `split.rs` (derived components, map splitting) rewrite
 //! tuple-valued bindings and the arrays of tuples of partial derivatives.
 //! Afterwards [`is_first_order`] checks Lemma 5.3.
 //!
@@ -51,6 +52,7 @@ mod alpha;
 mod cse;
 mod dce;
 mod fill;
+mod merge;
 mod names;
 mod pe;
 mod prune;
@@ -147,7 +149,7 @@ pub const PASSES: &[Pass] = &[
 ];
 
 /// How many rounds of the passes run at most.
-pub const MAX_ROUNDS: usize = 4;
+pub const MAX_ROUNDS: usize = 6;
 
 /// Simplifies `e` (see the module documentation).
 pub fn simplify(e: &Expr, opts: &Options) -> Result<Expr, SimplifyError> {
@@ -233,6 +235,9 @@ fn round(
     let (term, reused) = reuse::run(term, stats);
     report.exposed_arrays |= reused;
     if splitting {
+        // The merged bodies need the next round's CSE.
+        let (term, merged) = merge::run(term, stats);
+        report.exposed_arrays |= merged;
         let (term, split) = split::run(term, stats);
         // The copies need the next round (fresh names, fusion).
         report.exposed_arrays |= split;

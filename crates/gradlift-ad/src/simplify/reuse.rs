@@ -34,38 +34,21 @@ use super::rules::{Rule, Stats};
 use super::term::*;
 use gradlift_lang::deep::guard;
 use gradlift_lang::syntax::*;
-use gradlift_lang::Prim;
 use std::sync::Arc;
 
 /// Makes the folds of `e` read the maps that recompute their elements;
 /// whether it changed any.
 pub(super) fn run(e: Expr, stats: &mut Stats) -> (Expr, bool) {
     let mut changed = false;
-    let e = walk(e, stats, &mut changed);
-    (e, changed)
-}
-
-fn walk(e: Expr, stats: &mut Stats, changed: &mut bool) -> Expr {
-    guard(|| {
-        if !matches!(e.kind, ExprKind::Let { .. }) {
-            return map_children(e, &mut |c| walk(c, stats, changed));
-        }
-        let (mut bindings, body) = split_lets(e);
-        for b in &mut bindings {
-            let v = std::mem::replace(&mut b.value, mk(ExprKind::Const(0.0)));
-            b.value = walk(v, stats, changed);
-        }
-        let body = walk(body, stats, changed);
-        let mut t = 0;
-        while t < bindings.len() {
-            if reuse(&mut bindings, t) {
+    let e = each_block(e, &mut |bindings, _| {
+        for t in 0..bindings.len() {
+            if reuse(bindings, t) {
                 stats.fire(Rule::FoldReadsMap);
-                *changed = true;
+                changed = true;
             }
-            t += 1;
         }
-        wrap(bindings, body)
-    })
+    });
+    (e, changed)
 }
 
 /// Applies the rule to the fold bound at `bindings[t]`, with the first
@@ -96,7 +79,7 @@ fn reuse(bindings: &mut Vec<Binding>, t: usize) -> bool {
         }
         let wanted = rename(elem.clone(), param, v);
         let mut body = (**fold_body).clone();
-        if !replace_once(&mut body, &wanted, v) || count_var(&body, v) != 1 {
+        if !replace_first(&mut body, &wanted, &var(v)) || count_var(&body, v) != 1 {
             continue;
         }
         // Rewrite the fold to read P, and bind P first.
@@ -156,18 +139,13 @@ fn cannot_fail(e: &Expr) -> bool {
 /// storing rather than computing twice).
 fn calls(e: &Expr) -> bool {
     guard(|| match &e.kind {
-        ExprKind::Prim(p, args) => {
-            matches!(
-                p,
-                Prim::Exp | Prim::Log | Prim::Sin | Prim::Cos | Prim::Tan | Prim::Tanh | Prim::Pow
-            ) || args.iter().any(calls)
-        }
+        ExprKind::Prim(p, args) => transcendental(*p) || args.iter().any(calls),
         _ => e.children().into_iter().any(calls),
     })
 }
 
 /// `e` with the variable `from` renamed `to` (neither is bound in `e`).
-fn rename(e: Expr, from: &Name, to: &Name) -> Expr {
+pub(super) fn rename(e: Expr, from: &Name, to: &Name) -> Expr {
     guard(|| {
         if matches!(&e.kind, ExprKind::Var(n) if n == from) {
             return var(to);
@@ -177,16 +155,16 @@ fn rename(e: Expr, from: &Name, to: &Name) -> Expr {
 }
 
 /// Replaces the first subterm of `e` equal to `wanted` (up to the names of
-/// binders) by the variable `v`; whether it found one.
-fn replace_once(e: &mut Expr, wanted: &Expr, v: &Name) -> bool {
+/// binders) by `by`; whether it found one.
+pub(super) fn replace_first(e: &mut Expr, wanted: &Expr, by: &Expr) -> bool {
     guard(|| {
         if Alpha::new(false).eq(e, wanted) {
-            *e = var(v);
+            *e = by.clone();
             return true;
         }
         super::prune::children_mut(e)
             .into_iter()
-            .any(|c| replace_once(c, wanted, v))
+            .any(|c| replace_first(c, wanted, by))
     })
 }
 

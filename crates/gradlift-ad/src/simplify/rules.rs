@@ -215,11 +215,17 @@ rules! {
         "let t = foldl (acc, v. F[E]) z X in … let P = map (v'. E[v'/v]) X in … ⇝ let P = map (v'. E[v'/v]) X in let t = foldl (acc, v. F[v]) z P in …",
         "E calls a transcendental function and cannot fail; v occurs in F only inside E; E mentions nothing bound between the two bindings";
 
+    /// A map over the same arrays as a stored map of tuples, sharing work
+    /// with it, becomes one more component of it.
+    MapMerge = "map-merge",
+        "let P = map (x. (e₀..eₙ)) A in C[map (x'. e) A] ⇝ let P = map (x. (e₀..eₙ, e[x/x'])) A in C[map (g. g.(n+1)) P]  (map2 likewise)",
+        "the sibling is evaluated unconditionally after P (not under a lambda or a branch), mentions nothing bound after P, cannot fail, and has a loop or a transcendental call equal (up to names) to one in P's body";
+
     /// An array component of an array of tuples rebuilt from the reals it
     /// is made of where it is read, instead of being stored.
     RebuiltComponent = "rebuilt-component",
         "let P = map (x. let s = e in (…, map (a. E[a, s]) W, …)) A in C[op (q. …q.i…) P] ⇝ let P = map (x. let s = e in (…, s)) A in C[op (q. …map (a. E[a, q.k]) W…) P]",
-        "W is bound outside the map; E is at most two primitives over a, constants, outer variables and at most two reals s bound in the body; every use of P is the array argument of an array operation whose function only projects it";
+        "W is bound outside the map, or it is the map's element of an array A (a variable) and every consumer is a map, map2 or foldl, which then reads zip(P, A) with the row as its .1; E is at most two primitives over a, constants, outer variables and at most two reals s bound in the body; every use of P is the array argument of an array operation whose function only projects it";
 
     // ---- Clean-up
     /// Dead-code elimination.
@@ -250,7 +256,7 @@ rules! {
         "e is a size expression (variables, constants, len of a variable, +, -, *); b is at most 12 constants, variables, primitives and ifs; no use is inside a lambda; the native backend computes the elements in the loop that reads them, or the one element an index reads";
     /// Inlining of a cheap map of a variable at each of its uses.
     InlineCheapMap = "inline-cheap-map", "let x = map (a. b) V in C[x, x] ⇝ C[map (a. b) V, map (a. b) V];  likewise let x = map2 (a, b. (a, b)) V W",
-        "V (and W) are variables; b is at most two of + - * / and negation over a, constants and variables; no use is inside a lambda; the native backend computes the elements in the loop that reads them";
+        "V is a variable (V and W variables or such maps for the zip); b is at most two of + - * / and negation over a, constants, variables and their projections; no use is inside a lambda; the native backend computes the elements in the loop that reads them";
     /// Common-subexpression elimination.
     Cse = "cse", "let x = e in … e … ⇝ let x = e in … x …", "the free variables of e mean the same at both places";
 }

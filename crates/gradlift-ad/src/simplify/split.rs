@@ -37,8 +37,11 @@
 //! variable. Likewise an array component `map (a. E) W` — `W` bound outside
 //! the map, `E` a few operations on `a` and reals of the element — is
 //! stored as those reals and rebuilt where it is read (rule
-//! `rebuilt-component`). Neither rule is in the paper; both compute the
-//! same operations on the same operands as the stored term did.
+//! `rebuilt-component`); `W` may also be the map's own element of an
+//! array `A` (the cotangent `map (b. b * s) x` of `w` in `w · x`), and the
+//! consumers then read the pairs of `P` and `A`. Neither rule is in the
+//! paper; both compute the same operations on the same operands as the
+//! stored term did.
 
 use super::prune::{children_mut, keep_components, numbering, projected, renumber, tail_arity};
 use super::rules::{Rule, Stats};
@@ -66,7 +69,7 @@ fn walk(e: &mut Expr, stats: &mut Stats, changed: &mut bool) {
                 stats.fire(Rule::DerivedComponent);
                 *changed = true;
             }
-            if rebuild(p, value, body) {
+            while rebuild(p, value, body) {
                 stats.fire(Rule::RebuiltComponent);
                 *changed = true;
             }
@@ -83,6 +86,8 @@ fn walk(e: &mut Expr, stats: &mut Stats, changed: &mut bool) {
 
 /// A use of `P` as the array argument of an array operation.
 struct Consumer {
+    /// The operation.
+    op: ArrayOp,
     /// The components its function reads.
     reads: Vec<bool>,
     /// Whether it is a reduction (`reduce`, `foldl`).
@@ -149,6 +154,7 @@ fn consumers(e: &Expr, p: &Name, arity: usize, out: &mut Vec<Consumer>) -> bool 
                     return false;
                 }
                 out.push(Consumer {
+                    op: *op,
                     reads,
                     folds: matches!(op, ArrayOp::Reduce | ArrayOp::Foldl(_)),
                 });
@@ -206,21 +212,15 @@ fn split(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
         ))
     };
     rewrite(body, p, &mut |op2, f2, k| {
-        let j = param_of(op2, k).expect("checked");
-        let ExprKind::Lambda(ps, b) = &mut f2.kind else {
-            unreachable!("checked")
-        };
-        let Pattern::Var(q, _) = &ps[j].pat else {
-            unreachable!("checked")
-        };
+        let (q, b) = element_param(op2, f2, k);
+        let q = &q;
         let mut reads = vec![false; arity];
         projected(b, q, &mut reads);
         let folds = matches!(op2, ArrayOp::Reduce | ArrayOp::Foldl(_));
         let own = folds && reads.iter().zip(&arrays).any(|(r, a)| *r && *a);
         let keep = if own { reads } else { rest.clone() };
         let (map, single) = numbering(&keep);
-        let q = q.clone();
-        renumber(Arc::make_mut(b), &q, &map, single);
+        renumber(b, q, &map, single);
         own.then(|| restricted(&keep))
     });
     if rest.contains(&true) {
@@ -240,12 +240,17 @@ struct Elements<'a> {
     es: &'a [Expr],
     inner: Vec<Name>,
     reals: Vec<Name>,
+    /// The map's parameters and its arrays.
+    params: &'a [Param],
+    arrays: &'a [Expr],
+    /// The operations reading `P`.
+    ops: Vec<ArrayOp>,
 }
 
 /// [`Elements`] of `value` when every use of `p` in `body` is the array
 /// argument of an array operation that only projects its element.
 fn elements<'a>(p: &Name, value: &'a Expr, body: &Expr) -> Option<Elements<'a>> {
-    let ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, f, _) = &value.kind else {
+    let ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, f, arrays) = &value.kind else {
         return None;
     };
     let ExprKind::Lambda(params, map_body) = &f.kind else {
@@ -275,24 +280,37 @@ fn elements<'a>(p: &Name, value: &'a Expr, body: &Expr) -> Option<Elements<'a>> 
         q.pat.names(&mut inner);
     }
     binders(map_body, &mut inner);
-    Some(Elements { es, inner, reals })
+    Some(Elements {
+        es,
+        inner,
+        reals,
+        params,
+        arrays,
+        ops: found.iter().map(|c| c.op).collect(),
+    })
 }
 
 /// Applies `f` to the function body of each consumer of `p` in `body`,
 /// with the name of its element's parameter.
 fn each_reader(body: &mut Expr, p: &Name, f: &mut dyn FnMut(&Name, &mut Expr)) {
     rewrite(body, p, &mut |op, g, k| {
-        let j = param_of(op, k).expect("checked by `consumers`");
-        let ExprKind::Lambda(ps, b) = &mut g.kind else {
-            unreachable!("checked by `consumers`")
-        };
-        let Pattern::Var(q, _) = &ps[j].pat else {
-            unreachable!("checked by `consumers`")
-        };
-        let q = q.clone();
-        f(&q, Arc::make_mut(b));
+        let (q, b) = element_param(op, g, k);
+        f(&q, b);
         None
     });
+}
+
+/// The parameter through which the function `g` of a consumer reads its
+/// argument `k` (checked by [`consumers`]), and the function's body.
+fn element_param(op: ArrayOp, g: &mut Expr, k: usize) -> (Name, &mut Expr) {
+    let j = param_of(op, k).expect("checked by `consumers`");
+    let ExprKind::Lambda(ps, b) = &mut g.kind else {
+        unreachable!("checked by `consumers`")
+    };
+    let Pattern::Var(q, _) = &ps[j].pat else {
+        unreachable!("checked by `consumers`")
+    };
+    (q.clone(), Arc::make_mut(b))
 }
 
 /// The body of the map bound to `P`, to rewrite.
@@ -345,22 +363,62 @@ fn narrow(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
 /// gradient of `log(1 + exp(-y·(w·x)))` with respect to a row `x` is
 /// `map (a. a * s) w` for a real `s` of the row: stored, it is an `m × d`
 /// array written once and read once; rebuilt, each consumer computes the
-/// same products in the same order from `s`.
+/// same products in the same order from `s`. Likewise the gradient with
+/// respect to `w`, `map (b. b * s) x` of the row `x` itself: its
+/// consumers (maps and `foldl`s, whose element is a parameter of its own)
+/// then read `zip(P, X)`, and a fold summing it over the rows reads `X`
+/// beside `s` instead of an `m × d` array or a copy of the map computing
+/// `w · x` again (`map-split`). Components of an outer `W` go first: after
+/// a row, the consumers no longer only project `P`'s element.
 fn rebuild(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
-    let Some(Elements { es, inner, reals }) = elements(p, value, body) else {
+    let Some(Elements {
+        es,
+        inner,
+        reals,
+        params,
+        arrays,
+        ops,
+    }) = elements(p, value, body)
+    else {
         return false;
     };
     let arity = es.len();
-    let Some((i, rebuilt, scalars)) = es.iter().enumerate().find_map(|(i, c)| {
+    // Each consumer reads its element through one parameter of its own
+    // (not a `reduce`, whose accumulator is an element too), so it can
+    // read the pairs of `P` and a row.
+    let pairs_ok = ops
+        .iter()
+        .all(|op| matches!(op, ArrayOp::Map | ArrayOp::Map2 | ArrayOp::Foldl(_)));
+    let candidate = |(i, c): (usize, &Expr)| {
         let ExprKind::ArrayOp(ArrayOp::Map, g, args) = &c.kind else {
             return None;
         };
         let [w] = args.as_slice() else {
             return None;
         };
-        if !matches!(&w.kind, ExprKind::Var(n) if !inner.contains(n)) {
+        let ExprKind::Var(n) = &w.kind else {
             return None;
-        }
+        };
+        // `W` is bound outside the map, or it is the map's element of an
+        // array `A` (a variable) that the consumers then read beside `P`.
+        let row = if inner.contains(n) {
+            let j = params
+                .iter()
+                .position(|q| matches!(&q.pat, Pattern::Var(m, _) if m == n))?;
+            let a = arrays
+                .get(j)
+                .filter(|a| matches!(a.kind, ExprKind::Var(_)))?;
+            if !pairs_ok {
+                return None;
+            }
+            Some(a.clone())
+        } else {
+            None
+        };
+        let w = match row {
+            Some(_) => Expr::synth(ExprKind::Var(Name::from(ROW))),
+            None => w.clone(),
+        };
         let ExprKind::Lambda(ps, e) = &g.kind else {
             return None;
         };
@@ -376,27 +434,54 @@ fn rebuild(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
         let e = over_scalars(e, a, &inner, &reals, &mut scalars, &mut ops)?;
         (!scalars.is_empty() && scalars.len() <= 2).then(|| {
             let g = Expr::synth(ExprKind::Lambda(ps.clone(), Arc::new(e)));
-            let map = Expr::synth(ExprKind::ArrayOp(
-                ArrayOp::Map,
-                Box::new(g),
-                vec![w.clone()],
-            ));
-            (i, map, scalars)
+            let map = Expr::synth(ExprKind::ArrayOp(ArrayOp::Map, Box::new(g), vec![w]));
+            (i, map, scalars, row)
         })
-    }) else {
+    };
+    // Rows last: a consumer reading `zip(P, A)` no longer only projects
+    // its element, so no rule rewrites `P` after that.
+    let mut found: Vec<_> = es.iter().enumerate().filter_map(candidate).collect();
+    let Some(k) = found
+        .iter()
+        .position(|c| c.3.is_none())
+        .or((!found.is_empty()).then_some(0))
+    else {
         return false;
     };
+    let (i, rebuilt, scalars, row) = found.swap_remove(k);
     // Consumers: `q.i` becomes the map over `q`'s new components; the
     // others are renumbered (component `i` removed, the reals appended).
     let keep: Vec<bool> = (0..arity).map(|j| j != i).collect();
     let (map, _) = numbering(&keep);
-    let first_new = arity - 1;
-    each_reader(body, p, &mut |q, b| {
+    // Where each real is read: a component that is that variable already,
+    // or a new one at the end.
+    let mut appended = Vec::new();
+    let slots: Vec<usize> = scalars
+        .iter()
+        .map(|s| {
+            let same = |c: &Expr| matches!(&c.kind, ExprKind::Var(n) if n == s);
+            match (0..arity).find(|j| *j != i && same(&es[*j])) {
+                Some(j) => map[j].expect("kept"),
+                None => {
+                    appended.push(s.clone());
+                    arity - 2 + appended.len()
+                }
+            }
+        })
+        .collect();
+    rewrite(body, p, &mut |op, g, k| {
+        let (q, b) = element_param(op, g, k);
+        let q = &q;
         substitute_proj(b, q, i, &rebuilt);
         renumber(b, q, &map, false);
-        for (k, s) in scalars.iter().enumerate() {
-            rename_scalar(b, s, q, first_new + k);
+        for (s, k) in scalars.iter().zip(&slots) {
+            rename_scalar(b, s, q, *k);
         }
+        // With a row: the consumer reads `zip(P, A)`, `P`'s element as
+        // `q.0` and the row as `q.1`.
+        let a = row.as_ref()?;
+        read_pairs(b, q);
+        Some(zip(var_expr(p), a.clone()))
     });
     let mut tail = map_body_mut(value);
     while let ExprKind::Let { ref mut body, .. } = tail.kind {
@@ -406,12 +491,61 @@ fn rebuild(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
         unreachable!("checked by `elements`")
     };
     es.remove(i);
-    es.extend(
-        scalars
-            .iter()
-            .map(|s| Expr::synth(ExprKind::Var(s.clone()))),
-    );
+    es.extend(appended.iter().map(var_expr));
     true
+}
+
+/// The placeholder for the row a consumer reads beside `P`'s element in a
+/// rebuilt component; no program can bind it (not an identifier).
+const ROW: &str = "·row";
+
+/// In a consumer's function body reading its element `q` of `zip(P, A)`:
+/// `q.k` (of `P`) becomes `q.0.k` and the row placeholder `q.1`.
+fn read_pairs(e: &mut Expr, q: &Name) {
+    guard(|| {
+        let of_q = |e: &Expr| matches!(&e.kind, ExprKind::Var(n) if n == q);
+        match &mut e.kind {
+            ExprKind::Proj(inner, _) if of_q(inner) => {
+                let inner = std::mem::replace(&mut **inner, Expr::synth(ExprKind::Const(0.0)));
+                if let ExprKind::Proj(x, _) = &mut e.kind {
+                    **x = Expr::synth(ExprKind::Proj(Box::new(inner), 0));
+                }
+                return;
+            }
+            ExprKind::Var(n) if &**n == ROW => {
+                *e = Expr::synth(ExprKind::Proj(Box::new(var_expr(q)), 1));
+                return;
+            }
+            _ => {}
+        }
+        for c in children_mut(e) {
+            read_pairs(c, q);
+        }
+    })
+}
+
+fn var_expr(n: &Name) -> Expr {
+    Expr::synth(ExprKind::Var(n.clone()))
+}
+
+/// `map2 (a, b. (a, b)) x y`: the pairs of `x` and `y`, which the JIT reads
+/// without building (the next partial evaluation names the binders
+/// afresh).
+fn zip(x: Expr, y: Expr) -> Expr {
+    let (a, b) = (Name::from("a"), Name::from("b"));
+    let params = [&a, &b]
+        .into_iter()
+        .map(|n| Param {
+            pat: Pattern::Var(n.clone(), gradlift_lang::Span::DUMMY),
+            ty: None,
+        })
+        .collect();
+    let pair = Expr::synth(ExprKind::Tuple(vec![var_expr(&a), var_expr(&b)]));
+    Expr::synth(ExprKind::ArrayOp(
+        ArrayOp::Map2,
+        Box::new(Expr::synth(ExprKind::Lambda(params, Arc::new(pair)))),
+        vec![x, y],
+    ))
 }
 
 /// `e` (the body of `map (a. e) W`) when it is at most [`MAX_DERIVED_OPS`]
@@ -464,7 +598,7 @@ fn rename_scalar(e: &mut Expr, s: &Name, q: &Name, k: usize) {
 }
 
 /// The names bound by `let`s and lambdas in `e`.
-fn binders(e: &Expr, out: &mut Vec<Name>) {
+pub(super) fn binders(e: &Expr, out: &mut Vec<Name>) {
     guard(|| {
         match &e.kind {
             ExprKind::Let { pat, .. } => pat.names(out),
@@ -561,13 +695,23 @@ fn rewrite(e: &mut Expr, p: &Name, f: &mut dyn FnMut(ArrayOp, &mut Expr, usize) 
     guard(|| {
         if let ExprKind::ArrayOp(op, g, args) = &mut e.kind {
             let op = *op;
+            let mut replaced = vec![false; args.len()];
             for (k, a) in args.iter_mut().enumerate() {
                 if matches!(&a.kind, ExprKind::Var(n) if n == p) {
                     if let Some(replacement) = f(op, g, k) {
                         *a = replacement;
+                        replaced[k] = true;
                     }
                 }
             }
+            // A replacement may read `p` itself (a zip): not a consumer.
+            rewrite(g, p, f);
+            for (a, r) in args.iter_mut().zip(replaced) {
+                if !r {
+                    rewrite(a, p, f);
+                }
+            }
+            return;
         }
         for c in children_mut(e) {
             rewrite(c, p, f);

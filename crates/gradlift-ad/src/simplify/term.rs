@@ -177,6 +177,33 @@ pub(super) fn is_commutative(p: Prim) -> bool {
     matches!(p, Prim::Add | Prim::Mul)
 }
 
+/// Applies `f` to every block of `let`s in `e` (its bindings and body),
+/// inner blocks first.
+pub(super) fn each_block(e: Expr, f: &mut dyn FnMut(&mut Vec<Binding>, &mut Expr)) -> Expr {
+    guard(|| {
+        if !matches!(e.kind, ExprKind::Let { .. }) {
+            return map_children(e, &mut |c| each_block(c, f));
+        }
+        let (mut bindings, body) = split_lets(e);
+        for b in &mut bindings {
+            let v = std::mem::replace(&mut b.value, mk(ExprKind::Const(0.0)));
+            b.value = each_block(v, f);
+        }
+        let mut body = each_block(body, f);
+        f(&mut bindings, &mut body);
+        wrap(bindings, body)
+    })
+}
+
+/// Whether `p` is a transcendental function (a library call, whose result
+/// is worth storing rather than computing twice).
+pub(super) fn transcendental(p: Prim) -> bool {
+    matches!(
+        p,
+        Prim::Exp | Prim::Log | Prim::Sin | Prim::Cos | Prim::Tan | Prim::Tanh | Prim::Pow
+    )
+}
+
 /// Whether `e` mentions any of `names` free.
 pub(super) fn mentions(e: &Expr, names: &[Name]) -> bool {
     guard(|| {

@@ -1,0 +1,321 @@
+//! Sibling maps merged (rule `map-merge`, not in the paper): first-order
+//! Target → Target whose merged body the next round's CSE shares; bit for
+//! bit the same values.
+//!
+//! Reverse mode through a map computes the map's body twice: once for the
+//! primal value (`reduce (+) 0 (map2 (x, y. log(1 + exp(-y * dot(w, x))))
+//! X Y)`) and once for the partial derivatives (`let P = map2 (x, y. let t
+//! = dot(w, x) in …) X Y`), each a loop over the same arrays. Here, in a
+//! block of `let`s,
+//!
+//! ```text
+//! let P = mapₖ (x⃗. let … in (e₀..eₙ)) A⃗ in … C[mapₖ (x⃗'. e) A⃗] …
+//! ```
+//!
+//! becomes
+//!
+//! ```text
+//! let P = mapₖ (x⃗. let … in (e₀..eₙ, e[x⃗/x⃗'])) A⃗ in … C[map (g. g.(n+1)) P] …
+//! ```
+//!
+//! when the sibling (same operation, same array variables) is evaluated
+//! unconditionally after `P` (not under a lambda or a branch), mentions
+//! nothing bound after `P`, cannot fail (so computing it earlier changes
+//! no error), and shares work with `P`'s body: a subterm that is a loop or
+//! calls a transcendental function, equal up to names. CSE then computes
+//! that subterm once per element, and the consumer of the sibling reads a
+//! stored real instead of running the loop again. Each element is computed
+//! by the same operations on the same operands as before.
+
+use super::alpha::Alpha;
+use super::prune::tail_arity;
+use super::reuse::{rename, replace_first};
+use super::rules::{Rule, Stats};
+use super::split::binders;
+use super::term::*;
+use gradlift_lang::deep::guard;
+use gradlift_lang::syntax::*;
+use gradlift_lang::Span;
+use std::sync::Arc;
+
+/// Merges the sibling maps of `e`; whether it merged any.
+pub(super) fn run(e: Expr, stats: &mut Stats) -> (Expr, bool) {
+    let mut changed = false;
+    let e = each_block(e, &mut |bindings, body| {
+        for t in 0..bindings.len() {
+            while merge_one(bindings, body, t) {
+                stats.fire(Rule::MapMerge);
+                changed = true;
+            }
+        }
+    });
+    (e, changed)
+}
+
+/// The map bound at `bindings[t]`, taken apart: its operation, parameters,
+/// arrays (variables) and body.
+fn map_parts(value: &Expr) -> Option<(ArrayOp, &[Param], &[Expr], &Expr)> {
+    let ExprKind::ArrayOp(op @ (ArrayOp::Map | ArrayOp::Map2), f, args) = &value.kind else {
+        return None;
+    };
+    let ExprKind::Lambda(params, body) = &f.kind else {
+        return None;
+    };
+    let vars = args.iter().all(|a| matches!(a.kind, ExprKind::Var(_)));
+    let names = params.iter().all(|q| matches!(q.pat, Pattern::Var(..)));
+    (vars && names).then_some((*op, params.as_slice(), args.as_slice(), &**body))
+}
+
+/// Merges into the map bound at `bindings[t]` the first sibling found
+/// after it; whether it found one.
+fn merge_one(bindings: &mut [Binding], body: &mut Expr, t: usize) -> bool {
+    let Pattern::Var(p, _) = &bindings[t].pat else {
+        return false;
+    };
+    let p = p.clone();
+    let Some((op, params, arrays, map_body)) = map_parts(&bindings[t].value) else {
+        return false;
+    };
+    // Elements that are tuples get one more component; others become
+    // the pairs of the old element and the sibling's.
+    let tuple = tail_arity(map_body).is_some() && ends_in_tuple(map_body);
+    let arity = if tuple {
+        tail_arity(map_body).expect("checked")
+    } else {
+        1
+    };
+    let names: Vec<Name> = params
+        .iter()
+        .map(|q| match &q.pat {
+            Pattern::Var(n, _) => n.clone(),
+            _ => unreachable!("checked by `map_parts`"),
+        })
+        .collect();
+    // Names bound after `P`: a sibling mentioning one cannot move up.
+    let mut after = vec![p.clone()];
+    for b in &bindings[t + 1..] {
+        b.pat.names(&mut after);
+        binders(&b.value, &mut after);
+    }
+    binders(body, &mut after);
+    let want = Want {
+        op,
+        arrays,
+        names: &names,
+        map_body,
+        after: &after,
+    };
+    let mut found = None;
+    for b in &bindings[t + 1..] {
+        found = find(&b.value, &want);
+        if found.is_some() {
+            break;
+        }
+    }
+    if found.is_none() {
+        found = find(body, &want);
+    }
+    let Some((sibling, element)) = found else {
+        return false;
+    };
+    // The sibling reads component `arity` of `P` instead.
+    let read = component(&p, arity);
+    if !tuple {
+        // The other uses of `P` read component 0.
+        let old = component(&p, 0);
+        for b in bindings[t + 1..].iter_mut() {
+            substitute(&mut b.value, &p, &old);
+        }
+        substitute(body, &p, &old);
+    }
+    let mut done = false;
+    for b in bindings[t + 1..].iter_mut() {
+        done = done || replace_first(&mut b.value, &sibling, &read);
+    }
+    if !done {
+        done = replace_first(body, &sibling, &read);
+    }
+    assert!(done, "the sibling was found");
+    let ExprKind::ArrayOp(_, f, _) = &mut bindings[t].value.kind else {
+        unreachable!("checked by `map_parts`")
+    };
+    let ExprKind::Lambda(_, map_body) = &mut f.kind else {
+        unreachable!("checked by `map_parts`")
+    };
+    let map_body = Arc::make_mut(map_body);
+    if tuple {
+        push_component(map_body, element);
+    } else {
+        let old = std::mem::replace(map_body, mk(ExprKind::Const(0.0)));
+        *map_body = mk(ExprKind::Tuple(vec![old, element]));
+    }
+    true
+}
+
+/// Whether `e` ends in a tuple after its `let`s.
+fn ends_in_tuple(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Let { body, .. } => ends_in_tuple(body),
+        ExprKind::Tuple(_) => true,
+        _ => false,
+    }
+}
+
+/// `map (g. g.k) P`.
+fn component(p: &Name, k: usize) -> Expr {
+    let g = Name::from("g");
+    mk(ExprKind::ArrayOp(
+        ArrayOp::Map,
+        Box::new(mk(ExprKind::Lambda(
+            vec![Param {
+                pat: Pattern::Var(g.clone(), Span::DUMMY),
+                ty: None,
+            }],
+            Arc::new(mk(ExprKind::Proj(Box::new(var(&g)), k))),
+        ))),
+        vec![var(p)],
+    ))
+}
+
+/// Replaces every occurrence of the variable `p` in `e` by `by` (`p` is
+/// bound once, outside `e`).
+fn substitute(e: &mut Expr, p: &Name, by: &Expr) {
+    guard(|| {
+        if matches!(&e.kind, ExprKind::Var(n) if n == p) {
+            *e = by.clone();
+            return;
+        }
+        for c in super::prune::children_mut(e) {
+            substitute(c, p, by);
+        }
+    })
+}
+
+/// Appends `c` to the tuple at the end of `e`'s `let`s.
+fn push_component(e: &mut Expr, c: Expr) {
+    match &mut e.kind {
+        ExprKind::Let { body, .. } => push_component(body, c),
+        ExprKind::Tuple(es) => es.push(c),
+        _ => unreachable!("checked by `map_parts`"),
+    }
+}
+
+/// What a sibling of `P` must be.
+struct Want<'a> {
+    op: ArrayOp,
+    arrays: &'a [Expr],
+    /// `P`'s parameters.
+    names: &'a [Name],
+    map_body: &'a Expr,
+    after: &'a [Name],
+}
+
+/// The first sibling in `e`, evaluated unconditionally, and its body
+/// over `P`'s parameters.
+fn find(e: &Expr, want: &Want) -> Option<(Expr, Expr)> {
+    guard(|| {
+        match &e.kind {
+            ExprKind::Lambda(..) => return None,
+            ExprKind::If(c, _, _) => return find(c, want),
+            ExprKind::ArrayOp(op, f, args) if *op == want.op && same_vars(args, want.arrays) => {
+                if let Some(element) = sibling(e, f, want) {
+                    return Some((e.clone(), element));
+                }
+            }
+            _ => {}
+        }
+        let mut out = None;
+        for_each_child(e, &mut |c| {
+            if out.is_none() {
+                out = find(c, want);
+            }
+        });
+        out
+    })
+}
+
+fn same_vars(a: &[Expr], b: &[Expr]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(
+            |(x, y)| matches!((&x.kind, &y.kind), (ExprKind::Var(m), ExprKind::Var(n)) if m == n),
+        )
+}
+
+/// The body of the sibling `e` (function `f`) over `P`'s parameters, if it
+/// may merge.
+fn sibling(e: &Expr, f: &Expr, want: &Want) -> Option<Expr> {
+    let ExprKind::Lambda(params, body) = &f.kind else {
+        return None;
+    };
+    if params.len() != want.names.len() || !total(body) {
+        return None;
+    }
+    // Free names bound after `P` (its own binders are fresh names too, so
+    // they are not among them unless it mentions one from outside).
+    let mut own = Vec::new();
+    binders(e, &mut own);
+    let outside: Vec<Name> = want
+        .after
+        .iter()
+        .filter(|n| !own.contains(n))
+        .cloned()
+        .collect();
+    if mentions(body, &outside) {
+        return None;
+    }
+    let mut element = (**body).clone();
+    for (q, n) in params.iter().zip(want.names) {
+        let Pattern::Var(m, _) = &q.pat else {
+            return None;
+        };
+        element = rename(element, m, n);
+    }
+    shares_work(&element, want.map_body).then_some(element)
+}
+
+/// Whether `e` can be evaluated without a run-time error: no indexing,
+/// no call, no built-in whose size argument may be wrong. (Sizes of
+/// `map2` are equal by typing.)
+fn total(e: &Expr) -> bool {
+    guard(|| {
+        let ok = match &e.kind {
+            ExprKind::Index(..) | ExprKind::Apply(..) | ExprKind::ArrayLit(_) => false,
+            ExprKind::ArrayOp(op, ..) => !matches!(op, ArrayOp::Revfold(_)),
+            // `replicate(n, x)` and `iota(n)` of a size (a variable or a
+            // length) cannot fail.
+            ExprKind::Builtin(Builtin::Replicate | Builtin::Iota, args) => matches!(
+                args.first().map(|n| &n.kind),
+                Some(ExprKind::Var(_) | ExprKind::Builtin(Builtin::Len, _))
+            ),
+            ExprKind::Builtin(b, _) => {
+                matches!(b, Builtin::Len | Builtin::Shift1L | Builtin::Shift1R)
+            }
+            _ => true,
+        };
+        ok && e.children().into_iter().all(total)
+    })
+}
+
+/// Whether a subterm of `element` that is a loop or calls a
+/// transcendental function occurs in `map_body` too (up to names).
+fn shares_work(element: &Expr, map_body: &Expr) -> bool {
+    guard(|| {
+        let costly = match &element.kind {
+            ExprKind::ArrayOp(..) => true,
+            ExprKind::Prim(p, _) => transcendental(*p),
+            _ => false,
+        };
+        if costly && occurs(element, map_body) {
+            return true;
+        }
+        element
+            .children()
+            .into_iter()
+            .any(|c| shares_work(c, map_body))
+    })
+}
+
+/// Whether `wanted` occurs in `e` (up to the names of binders).
+fn occurs(wanted: &Expr, e: &Expr) -> bool {
+    guard(|| Alpha::new(false).eq(e, wanted) || e.children().into_iter().any(|c| occurs(wanted, c)))
+}
