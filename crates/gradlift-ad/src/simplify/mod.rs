@@ -149,7 +149,7 @@ pub const PASSES: &[Pass] = &[
 ];
 
 /// How many rounds of the passes run at most.
-pub const MAX_ROUNDS: usize = 6;
+pub const MAX_ROUNDS: usize = 5;
 
 /// Simplifies `e` (see the module documentation).
 pub fn simplify(e: &Expr, opts: &Options) -> Result<Expr, SimplifyError> {
