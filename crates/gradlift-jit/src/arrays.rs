@@ -478,7 +478,8 @@ impl Translator<'_, '_> {
                     continue;
                 };
                 let tys = [r.ty.clone(), r.elem.clone()];
-                folds.push(t.fold_from(r.params, r.body, r.start, tys, Some(read))?);
+                let (a, stride) = read;
+                folds.push(t.fold_from(r.params, r.body, r.start, tys, Reads::Array(a, stride))?);
                 parts.push(r.part);
             }
             Ok(folds)
@@ -487,16 +488,37 @@ impl Translator<'_, '_> {
     }
 
     /// A [`Fold`] starting from the value of `start`.
-    fn fold_from<'e>(
+    pub(crate) fn fold_from<'e>(
         &mut self,
         params: &'e [Param],
         body: &'e Expr,
         start: &Expr,
         tys: [Type; 2],
-        reads: Option<(ArrayVal, Value)>,
+        reads: Reads,
     ) -> Result<Fold<'e>, JitError> {
         let start = self.lower(start)?;
-        let vars = self.variables(&start);
+        // An array accumulator (the riders let only those through) is
+        // updated in place, in a buffer of its own.
+        let in_place = match &start {
+            Values::Array(a) => {
+                let rows = match &a.elem {
+                    e if e.reals_only() => false,
+                    Shape::Array(_, e) if e.reals_only() => true,
+                    _ => return unsupported("a fold in a map's loop with this accumulator"),
+                };
+                if !in_place_step(params, body, rows) {
+                    return unsupported("a fold in a map's loop with this accumulator");
+                }
+                let c = self.carried(&start)?;
+                self.own(&c)?;
+                Some(c)
+            }
+            _ => None,
+        };
+        let vars = match &in_place {
+            Some(c) => c.vars().to_vec(),
+            None => self.variables(&start),
+        };
         Ok(Fold {
             params,
             body,
@@ -504,6 +526,7 @@ impl Translator<'_, '_> {
             start,
             vars,
             reads,
+            in_place,
         })
     }
 
@@ -511,9 +534,12 @@ impl Translator<'_, '_> {
     fn fold_results(&mut self, folds: &[Fold<'_>]) -> Vec<Values> {
         folds
             .iter()
-            .map(|f| {
-                let current: Vec<Value> = f.vars.iter().map(|v| self.b.use_var(*v)).collect();
-                f.start.rebuild(&mut current.into_iter())
+            .map(|f| match &f.in_place {
+                Some(c) => self.get(c),
+                None => {
+                    let current: Vec<Value> = f.vars.iter().map(|v| self.b.use_var(*v)).collect();
+                    f.start.rebuild(&mut current.into_iter())
+                }
             })
             .collect()
     }
@@ -539,6 +565,10 @@ impl Translator<'_, '_> {
             let ExprKind::ArrayOp(ArrayOp::Reduce | ArrayOp::Foldl(None), f, args) = &e.kind else {
                 continue;
             };
+            if self.computed.contains_key(&(e as *const Expr)) {
+                // Computed already, in the loop of an earlier map.
+                continue;
+            }
             let ([start, array], ExprKind::Lambda(params, body)) = (args.as_slice(), &f.kind)
             else {
                 continue;
@@ -611,8 +641,28 @@ impl Translator<'_, '_> {
             riders
                 .iter()
                 .map(|r| {
-                    let tys = [r.ty.clone(), m.out_ty.clone()];
-                    t.fold_from(r.params, r.body, r.start, tys, None)
+                    let Some((a, own_first)) = r.zip else {
+                        let tys = [r.ty.clone(), m.out_ty.clone()];
+                        return t.fold_from(r.params, r.body, r.start, tys, Reads::Own);
+                    };
+                    // `A`, an array of the map, has the map's length.
+                    let Some(Values::Array(av)) = t.env.get(a).cloned() else {
+                        return Err(JitError::Internal(format!("the array `{a}`")));
+                    };
+                    let Type::Array(a_ty, _) = t.type_of(&Expr::synth(ExprKind::Var(a.clone())))?
+                    else {
+                        return Err(JitError::Internal(format!("the type of `{a}`")));
+                    };
+                    let a_ty = *a_ty;
+                    let pair = if own_first {
+                        vec![m.out_ty.clone(), a_ty]
+                    } else {
+                        vec![a_ty, m.out_ty.clone()]
+                    };
+                    let tys = [r.ty.clone(), Type::Tuple(pair)];
+                    let stride = unchecked_bytes(t.b, &av.elem);
+                    let reads = Reads::Zip(av, stride, own_first);
+                    t.fold_from(r.params, r.body, r.start, tys, reads)
                 })
                 .collect()
         })
@@ -637,8 +687,12 @@ impl Translator<'_, '_> {
         stride: Value,
         folds: &[Fold<'_>],
     ) -> Result<(), JitError> {
-        let results: Vec<cranelift_frontend::Variable> =
-            folds.iter().flat_map(|f| f.vars.iter().copied()).collect();
+        // (An accumulator updated in place keeps its view.)
+        let results: Vec<cranelift_frontend::Variable> = folds
+            .iter()
+            .filter(|f| f.in_place.is_none())
+            .flat_map(|f| f.vars.iter().copied())
+            .collect();
         self.for_range_out(m.len, &results, &mut |t, i| {
             // The element is written into the result (its arrays built
             // there directly where the body ends in a map): the body's
@@ -657,20 +711,41 @@ impl Translator<'_, '_> {
             if !folds.is_empty() {
                 let x = folds
                     .iter()
-                    .any(|f| f.reads.is_none())
+                    .any(|f| !matches!(f.reads, Reads::Array(..)))
                     .then(|| load(t.b, at, &m.shape));
                 for f in folds {
+                    let mut other = |a: &ArrayVal, stride: Value| {
+                        let ptr = t.entry_copy(a.ptr);
+                        let at = t.element_addr(ptr, i, stride);
+                        load(t.b, at, &a.elem)
+                    };
+                    let own = || x.clone().expect("loaded for the folds over the map");
+                    let y = match &f.reads {
+                        Reads::Array(a, stride) => other(a, *stride),
+                        Reads::Own => own(),
+                        Reads::Zip(a, stride, own_first) => {
+                            let (p, q) = (own(), other(a, *stride));
+                            Values::Tuple(if *own_first { vec![p, q] } else { vec![q, p] })
+                        }
+                    };
+                    if let Some(c) = &f.in_place {
+                        // The step rewrites the accumulator where it is.
+                        let acc = t.get(c);
+                        let Values::Array(current) = &acc else {
+                            return Err(JitError::Internal("an in-place accumulator".into()));
+                        };
+                        let (to, shape) = (
+                            current.ptr,
+                            Shape::Array(current.len, Box::new(current.elem.clone())),
+                        );
+                        for ((p, v), ty) in f.params.iter().zip([acc.clone(), y]).zip(&f.tys) {
+                            t.bind(&p.pat, v, ty)?;
+                        }
+                        t.lower_into(f.body, to, &shape)?;
+                        continue;
+                    }
                     let current: Vec<Value> = f.vars.iter().map(|v| t.b.use_var(*v)).collect();
                     let acc = f.start.rebuild(&mut current.into_iter());
-                    let y = match (&f.reads, &x) {
-                        (Some((a, stride)), _) => {
-                            let ptr = t.entry_copy(a.ptr);
-                            let at = t.element_addr(ptr, i, *stride);
-                            load(t.b, at, &a.elem)
-                        }
-                        (None, Some(x)) => x.clone(),
-                        (None, None) => unreachable!("loaded for the folds over the map"),
-                    };
                     let next = t.apply(f.params, f.body, vec![acc, y], &f.tys)?;
                     let next = next.to_vec();
                     if next.len() != f.vars.len() {
@@ -1364,7 +1439,7 @@ impl Translator<'_, '_> {
 /// then only return it as it is or read it element by element, as the
 /// array of a `map` or `map2` that builds its result (reading it anywhere
 /// else, a shifted element say, could read what the step already wrote).
-fn in_place_step(params: &[Param], body: &Expr, rows: bool) -> bool {
+pub(crate) fn in_place_step(params: &[Param], body: &Expr, rows: bool) -> bool {
     let Some(gradlift_lang::Pattern::Var(acc, _)) = params.first().map(|p| &p.pat) else {
         return false;
     };
@@ -1462,9 +1537,25 @@ pub(crate) struct Fold<'e> {
     tys: [Type; 2],
     start: Values,
     vars: Vec<cranelift_frontend::Variable>,
-    /// The array the fold reads, element `i` at iteration `i`, when it is
-    /// not the map's result.
-    reads: Option<(ArrayVal, Value)>,
+    /// What the fold reads at iteration `i`.
+    reads: Reads,
+    /// An accumulator that is one array its step rewrites element by
+    /// element (see `in_place_step`): updated where it is, in its own
+    /// buffer.
+    in_place: Option<crate::checkpoint::Carried>,
+}
+
+/// The element a fold computed in a map's loop reads at iteration `i`.
+pub(crate) enum Reads {
+    /// Element `i` of the map's result.
+    Own,
+    /// Element `i` of an array the map's loop reads in full (with its
+    /// stride).
+    Array(ArrayVal, Value),
+    /// The pair of element `i` of the map's result and element `i` of
+    /// such an array (`zip(P, A)`), or with `.2`, the pair the other way
+    /// round (`zip(A, P)`).
+    Zip(ArrayVal, Value, bool),
 }
 
 /// A fold that is a part of a tuple, waiting to ride along the loop of a

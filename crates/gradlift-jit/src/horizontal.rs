@@ -18,7 +18,17 @@
 //! error is raised earlier than it would be); neither mentions a name
 //! bound from `P`'s binding up to the fold's; and its accumulator holds
 //! reals only. The fold is searched for among the next [`LOOKAHEAD`]
-//! bindings. (A fold that is a part of the function's result rides along
+//! bindings. Outside loops, a fold may also be a term the chain's body
+//! evaluates unconditionally (not under a lambda or in a branch of an
+//! `if`; its value then waits in `Translator::computed`), read
+//! `zip(P, A)` or `zip(A, P)` for an array variable `A` of the map (the
+//! loop reads `A[i]` beside the element it computes), carry an array its
+//! step rewrites in place (`in_place_step`), and run maps and folds in its
+//! step: their lengths are equal by typing, so they cannot fail either.
+//! A gradient with respect to a weight vector is such a fold: the sum of
+//! the rows of `X` scaled by the partials `P` stores, which thus reads
+//! each row once, in the loop that reads it for `P`.
+//! (A fold that is a part of the function's result rides along
 //! a `map` among the parts that reads the fold's array in full, in order:
 //! `Translator::riding_folds` in `arrays.rs`.)
 
@@ -38,11 +48,24 @@ type Binding<'e> = (&'e Pattern, Option<&'e Type>, &'e Expr);
 
 /// A fold computed in a map's loop.
 pub(crate) struct Rider<'e> {
-    pub pat: &'e Pattern,
+    /// Where its value goes.
+    pub to: Goes<'e>,
     pub ty: Type,
     pub params: &'e [gradlift_lang::syntax::Param],
     pub body: &'e Expr,
     pub start: &'e Expr,
+    /// With `zip(P, A)` or `zip(A, P)` for its array (`.1`: `P` first):
+    /// the variable `A`, an array of the map.
+    pub zip: Option<(&'e Name, bool)>,
+}
+
+/// Where the value of a [`Rider`] goes.
+pub(crate) enum Goes<'e> {
+    /// A later binding of the chain.
+    Binding(&'e Pattern),
+    /// A term of the chain's body, read when the body is lowered
+    /// (`Translator::computed`).
+    Term(&'e Expr),
 }
 
 impl Translator<'_, '_> {
@@ -85,7 +108,7 @@ impl Translator<'_, '_> {
                 continue;
             }
             let (pat, ty, value) = chain[k];
-            let riders = self.riders(&chain, k)?;
+            let riders = self.riders(&chain, k, cur)?;
             if riders.is_empty() {
                 self.bind_let(pat, ty, value)?;
                 continue;
@@ -100,9 +123,12 @@ impl Translator<'_, '_> {
             let (params, body) = self.lambda(f, args.len())?;
             let (at, riders): (Vec<usize>, Vec<Rider<'_>>) = riders.into_iter().unzip();
             let label = || {
-                let folds: Vec<String> = at
+                let folds: Vec<String> = riders
                     .iter()
-                    .map(|&j| format!("let {} = {}", chain[j].0, chain[j].2))
+                    .map(|r| match r.to {
+                        Goes::Binding(pat) => format!("let {pat} = …"),
+                        Goes::Term(e) => e.to_string(),
+                    })
                     .collect();
                 one_line(&format_args!(
                     "let {pat} = {value}, and in its loop {}",
@@ -113,37 +139,73 @@ impl Translator<'_, '_> {
                 self.labelled(label, |t| t.map_with_folds(params, body, args, &riders))?;
             self.bind(pat, array, &t)?;
             for ((j, r), v) in at.into_iter().zip(&riders).zip(folds) {
-                self.bind(r.pat, v, &r.ty)?;
-                done[j] = true;
+                match r.to {
+                    Goes::Binding(pat) => {
+                        self.bind(pat, v, &r.ty)?;
+                        done[j] = true;
+                    }
+                    Goes::Term(e) => {
+                        self.computed.insert(e as *const Expr, v);
+                    }
+                }
             }
         }
         Ok(cur)
     }
 
-    /// The folds later in `chain` that can ride along with binding `k`.
+    /// The folds later in `chain`, or in its body `last` (at the top level
+    /// of the function), that can ride along with binding `k`.
     fn riders<'e>(
         &mut self,
         chain: &[Binding<'e>],
         k: usize,
+        last: &'e Expr,
     ) -> Result<Vec<(usize, Rider<'e>)>, JitError> {
         let (pat, _, value) = chain[k];
-        let (Pattern::Var(p, _), ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, ..)) =
+        let (Pattern::Var(p, _), ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, _, arrays)) =
             (pat, &value.kind)
         else {
             return Ok(Vec::new());
         };
+        let map = Map { p, arrays };
         let mut bound: Vec<Name> = vec![p.clone()];
         let mut out = Vec::new();
         let window = chain.iter().enumerate().skip(k + 1).take(LOOKAHEAD);
+        let mut shadowed = false;
         for (j, &(pat_j, ty_j, value_j)) in window {
-            if let Some(r) = self.rider(p, &bound, pat_j, ty_j, value_j)? {
+            if let Some(r) = self.rider(&map, &bound, Goes::Binding(pat_j), ty_j, value_j)? {
                 out.push((j, r));
             }
             let before = bound.len();
             pat_j.names(&mut bound);
             if bound[before..].contains(p) {
                 // `P` is shadowed: later folds read another array.
+                shadowed = true;
                 break;
+            }
+        }
+        // The body's folds, outside loops (where the chain ends the
+        // function, say: the parts of a gradient's result).
+        if shadowed || !self.loops.is_empty() || k + 1 + LOOKAHEAD < chain.len() {
+            return Ok(out);
+        }
+        for (pat_j, _, value_j) in &chain[k + 1..] {
+            pat_j.names(&mut bound);
+            binders(value_j, &mut bound);
+        }
+        binders(last, &mut bound);
+        if bound[1..].contains(p) {
+            return Ok(out);
+        }
+        let mut terms = Vec::new();
+        evaluated_folds(last, &mut terms);
+        for e in terms {
+            // Its own binders are not bound after `P` (names are unique).
+            let mut own = Vec::new();
+            binders(e, &mut own);
+            let outside: Vec<Name> = bound.iter().filter(|n| !own.contains(n)).cloned().collect();
+            if let Some(r) = self.rider(&map, &outside, Goes::Term(e), None, e)? {
+                out.push((chain.len(), r));
             }
         }
         Ok(out)
@@ -151,9 +213,9 @@ impl Translator<'_, '_> {
 
     fn rider<'e>(
         &mut self,
-        p: &Name,
+        map: &Map<'_>,
         bound: &[Name],
-        pat: &'e Pattern,
+        to: Goes<'e>,
         ty: Option<&Type>,
         value: &'e Expr,
     ) -> Result<Option<Rider<'e>>, JitError> {
@@ -166,11 +228,21 @@ impl Translator<'_, '_> {
         let ExprKind::Lambda(params, body) = &f.kind else {
             return Ok(None);
         };
-        let reads_p = matches!(&array.kind, ExprKind::Var(x) if x == p);
-        if !reads_p
-            || params.len() != 2
-            || !cannot_fail(body)
-            || !cannot_fail(start)
+        // Outside loops, a fold may also read the pairs of `P` and an
+        // array of its map, and carry an array it updates in place; its
+        // step may then run maps (of lengths equal by typing).
+        let top = self.loops.is_empty();
+        let zip = match &array.kind {
+            ExprKind::Var(x) if x == map.p => None,
+            _ => match zip_with(array, map) {
+                Some(z) if top && !bound.contains(z.0) => Some(z),
+                _ => return Ok(None),
+            },
+        };
+        let safe = |e: &Expr| cannot_fail(e) || (top && total(e));
+        if params.len() != 2
+            || !safe(body)
+            || !safe(start)
             || mentions(f, bound)
             || mentions(start, bound)
         {
@@ -182,17 +254,129 @@ impl Translator<'_, '_> {
             Some(t) => t.clone(),
             None => self.type_of(start)?,
         };
-        if !reals_only(&ty) {
+        let in_place = |rows| top && crate::arrays::in_place_step(params, body, rows);
+        let fits = match &ty {
+            Type::Array(e, _) => match &**e {
+                Type::Array(r, _) => reals_only(r) && in_place(true),
+                e => reals_only(e) && in_place(false),
+            },
+            t => reals_only(t),
+        };
+        if !fits {
             return Ok(None);
         }
         Ok(Some(Rider {
-            pat,
+            to,
             ty,
             params,
             body,
             start,
+            zip,
         }))
     }
+}
+
+/// A map a fold may ride along: the variable it is bound to, its arrays.
+struct Map<'a> {
+    p: &'a Name,
+    arrays: &'a [Expr],
+}
+
+/// For `zip(P, A)` or `zip(A, P)` (`map2 (a, b. (a, b))` of the two
+/// variables) with `A` an array of `P`'s map: `A`, and whether `P` comes
+/// first.
+fn zip_with<'e>(e: &'e Expr, map: &Map<'_>) -> Option<(&'e Name, bool)> {
+    let ExprKind::ArrayOp(ArrayOp::Map2, f, args) = &e.kind else {
+        return None;
+    };
+    let ExprKind::Lambda(ps, body) = &f.kind else {
+        return None;
+    };
+    let names: Vec<&Name> = ps
+        .iter()
+        .filter_map(|q| match &q.pat {
+            Pattern::Var(n, _) => Some(n),
+            _ => None,
+        })
+        .collect();
+    let ([a, b], ExprKind::Tuple(es)) = (names.as_slice(), &body.kind) else {
+        return None;
+    };
+    let is = |e: &Expr, n: &Name| matches!(&e.kind, ExprKind::Var(m) if m == n);
+    if !matches!(es.as_slice(), [x, y] if is(x, a) && is(y, b)) {
+        return None;
+    }
+    let [x, y] = args.as_slice() else {
+        return None;
+    };
+    let of_map = |n: &Name| map.arrays.iter().any(|a| is(a, n));
+    match (&x.kind, &y.kind) {
+        (ExprKind::Var(u), ExprKind::Var(v)) if u == map.p && of_map(v) => Some((v, true)),
+        (ExprKind::Var(u), ExprKind::Var(v)) if v == map.p && of_map(u) => Some((u, false)),
+        _ => None,
+    }
+}
+
+/// The folds `e` evaluates unconditionally, outside any loop of its own:
+/// not under a lambda or in a branch of an `if`.
+fn evaluated_folds<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    gradlift_lang::deep::guard(|| match &e.kind {
+        ExprKind::Lambda(..) => {}
+        ExprKind::If(c, _, _) => evaluated_folds(c, out),
+        ExprKind::ArrayOp(op, _, args) => {
+            if matches!(op, ArrayOp::Reduce | ArrayOp::Foldl(None)) {
+                out.push(e);
+            }
+            args.iter().for_each(|a| evaluated_folds(a, out));
+        }
+        _ => e
+            .children()
+            .into_iter()
+            .for_each(|c| evaluated_folds(c, out)),
+    })
+}
+
+/// Whether `e` cannot end in an error in a well-typed program: what
+/// [`cannot_fail`] accepts, and maps, `map2`s and folds of such terms
+/// (the lengths a `map2` checks are equal by typing).
+fn total(e: &Expr) -> bool {
+    gradlift_lang::deep::guard(|| match &e.kind {
+        ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::PrimFn(_) => true,
+        ExprKind::Prim(_, args) | ExprKind::Tuple(args) => args.iter().all(total),
+        ExprKind::Let { value, body, .. } => total(value) && total(body),
+        ExprKind::Proj(x, _) => total(x),
+        ExprKind::If(c, a, b) => total(c) && total(a) && total(b),
+        ExprKind::ArrayOp(
+            ArrayOp::Map | ArrayOp::Map2 | ArrayOp::Reduce | ArrayOp::Foldl(None),
+            f,
+            args,
+        ) => {
+            let function = match &f.kind {
+                ExprKind::Lambda(_, b) => total(b),
+                ExprKind::PrimFn(_) => true,
+                _ => false,
+            };
+            function && args.iter().all(total)
+        }
+        // `replicate` of a size.
+        ExprKind::Builtin(gradlift_lang::syntax::Builtin::Replicate, args) => {
+            matches!(args.first().map(|n| &n.kind), Some(ExprKind::Var(_)))
+                && args.iter().all(total)
+        }
+        _ => false,
+    })
+}
+
+/// The names bound in `e` by `let`s and lambdas.
+fn binders(e: &Expr, out: &mut Vec<Name>) {
+    gradlift_lang::deep::guard(|| {
+        match &e.kind {
+            ExprKind::Let { pat, .. } => pat.names(out),
+            ExprKind::Lambda(ps, _) => ps.iter().for_each(|q| q.pat.names(out)),
+            _ => {}
+        }
+        e.children().into_iter().for_each(|c| binders(c, out));
+    })
 }
 
 /// Whether a value of type `t` is reals only (no arrays, no conditions).

@@ -68,6 +68,9 @@ pub(crate) struct Translator<'a, 'f> {
     /// The loops being lowered, outermost first: where their copies of
     /// outside values go.
     pub loops: Vec<LoopEntry>,
+    /// Terms already computed in the loop of a map before them (folds
+    /// riding along it, `horizontal.rs`), by address, and their values.
+    pub computed: HashMap<*const Expr, Values>,
 }
 
 /// The entry of a loop being lowered. A real computed before the loop and
@@ -153,6 +156,7 @@ pub(crate) fn lower_function(
         overflow: None,
         pin_slot: None,
         loops: Vec::new(),
+        computed: HashMap::new(),
     };
     for (k, name) in closed.size_vars.iter().enumerate() {
         t.label(|| format!("size `{name}` (args[{k}])"));
@@ -585,6 +589,9 @@ impl Translator<'_, '_> {
     }
 
     pub fn lower(&mut self, e: &Expr) -> Result<Values, JitError> {
+        if let Some(v) = self.computed.get(&(e as *const Expr)) {
+            return Ok(v.clone());
+        }
         match e.kind {
             ExprKind::ArrayOp(..) | ExprKind::If(..) if self.labels.is_some() => {
                 self.labelled(|| one_line(e), |t| guard(|| t.lower_inner(e)))

@@ -156,3 +156,83 @@ fn folds_in_the_result_that_cannot_ride_along_run_on_their_own() {
     let got = jit.compile(&closed).unwrap().call(&[data(5), data(2)]);
     assert!(got.is_err(), "{got:?}");
 }
+
+/// Rows of reals, some of them infinite, as a `[[R; d]; m]`.
+fn rows(m: usize, d: usize) -> Value {
+    Value::Array(
+        (0..m)
+            .map(|i| {
+                Value::reals(
+                    &(0..d)
+                        .map(|j| {
+                            ((i * d + j) as f64 * 0.61).cos()
+                                + if i == 3 && j == 1 { f64::INFINITY } else { 0.0 }
+                        })
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .collect::<Vec<_>>()
+            .into(),
+    )
+}
+
+#[test]
+fn folds_in_the_result_ride_along_a_stored_map_reading_its_pairs_with_an_input() {
+    // The shape of a gradient with respect to a weight vector: `P` holds
+    // per-row partials; the sum of the rows scaled by them (an array
+    // updated in place) reads `zip(P, X)`, and a sum of reals reads `P`,
+    // both deep in the result. Both ride along `P`'s loop.
+    let riding = "def f(w: [R; d], X: [[R; d]; m], y: [R; m]) -> (R, [R; d], [R; m]) =
+      let P = map2 (xi, yi. let t = reduce (+) 0 (map2 (*) w xi) in (t * yi, exp(-t))) X y in
+      (foldl (acc, g. acc + g.1) 0 P / 2,
+       map2 (+) w (foldl (acc, q. map2 (+) acc (map (b. b * q.0.0) q.1)) (replicate(d, 0)) (map2 (a, b. (a, b)) P X)),
+       map (g. g.0 * 3) P)";
+    // The same folds in a branch: evaluated only there, so not earlier.
+    let alone = "def f(w: [R; d], X: [[R; d]; m], y: [R; m]) -> (R, [R; d], [R; m]) =
+      let P = map2 (xi, yi. let t = reduce (+) 0 (map2 (*) w xi) in (t * yi, exp(-t))) X y in
+      (if y[0] > 100 then 0 else foldl (acc, g. acc + g.1) 0 P / 2,
+       if y[0] > 100 then w else map2 (+) w (foldl (acc, q. map2 (+) acc (map (b. b * q.0.0) q.1)) (replicate(d, 0)) (map2 (a, b. (a, b)) P X)),
+       map (g. g.0 * 3) P)";
+    let args = [data(4), rows(9, 4), data(9)];
+    let (_, with) = run(riding, &args);
+    let (_, without) = run(alone, &args);
+    assert!(
+        with + 2 <= without,
+        "two loops fewer at least: {with}, {without}"
+    );
+    // The pairs the other way round; no rows; one row.
+    let flipped = riding.replace(
+        "q.0.0) q.1)) (replicate(d, 0)) (map2 (a, b. (a, b)) P X)",
+        "q.1.0) q.0)) (replicate(d, 0)) (map2 (a, b. (a, b)) X P)",
+    );
+    let (_, loops) = run(&flipped, &args);
+    assert_eq!(loops, with);
+    run(riding, &[data(4), rows(0, 4), data(0)]);
+    run(riding, &[data(4), rows(1, 4), data(1)]);
+}
+
+#[test]
+fn folds_that_cannot_ride_along_a_stored_map_with_its_pairs_run_on_their_own() {
+    for source in [
+        // The step reads the accumulator shifted: not updated in place.
+        "def f(w: [R; d], X: [[R; d]; m], y: [R; m]) -> [R; d] =
+           let P = map2 (xi, yi. reduce (+) 0 (map2 (*) w xi) * yi) X y in
+           foldl (acc, q. map2 (+) (concat([acc[0]], shift1L acc)) (map (b. b * q.0) q.1)) (replicate(d, 0)) (map2 (a, b. (a, b)) P X)",
+        // The other array of the pairs is not the map's.
+        "def f(w: [R; d], X: [[R; d]; m], Z: [[R; d]; m], y: [R; m]) -> [R; d] =
+           let P = map2 (xi, yi. reduce (+) 0 (map2 (*) w xi) * yi) X y in
+           foldl (acc, q. map2 (+) acc (map (b. b * q.0) q.1)) (replicate(d, 0)) (map2 (a, b. (a, b)) P Z)",
+        // Inside a loop (the body of a map).
+        "def f(w: [R; d], X: [[R; d]; m], y: [R; m]) -> [[R; d]; m] =
+           map (c. let P = map2 (xi, yi. reduce (+) 0 (map2 (*) w xi) * yi * c) X y in
+                   foldl (acc, q. map2 (+) acc (map (b. b * q.0) q.1)) (replicate(d, 0)) (map2 (a, b. (a, b)) P X)) y",
+    ] {
+        let checked = check_source("<test>", source).unwrap();
+        let arity = checked.module.defs.last().unwrap().params.len();
+        let args: Vec<Value> = match arity {
+            3 => vec![data(3), rows(5, 3), data(5)],
+            _ => vec![data(3), rows(5, 3), rows(5, 3), data(5)],
+        };
+        run(source, &args);
+    }
+}
