@@ -924,6 +924,29 @@ impl Translator<'_, '_> {
             Values::Bool(v) => v,
             _ => return Err(JitError::Internal("condition of `if`".into())),
         };
+        if matches!(dest, crate::checkpoint::Dest::Value)
+            && cheap_branch(then, &mut 0)
+            && cheap_branch(other, &mut 0)
+            && scalars_only(&self.type_of(then)?)
+        {
+            // Both sides are a few operations that cannot fail: both are
+            // computed and `select` picks one, without a branch (the
+            // one-hot cotangent `if i == k then v else 0` of an index, in
+            // the loop over `i`).
+            let (yes, no) = (self.lower(then)?, self.lower(other)?);
+            let (ys, ns) = (yes.to_vec(), no.to_vec());
+            if ys.len() != ns.len() {
+                return Err(JitError::Internal(
+                    "branches of `if` differ in layout".into(),
+                ));
+            }
+            let picked: Vec<Value> = ys
+                .iter()
+                .zip(&ns)
+                .map(|(y, n)| self.b.ins().select(cond, *y, *n))
+                .collect();
+            return Ok(yes.rebuild(&mut picked.into_iter()));
+        }
         self.branches(
             cond,
             "branches of `if` differ in layout",
@@ -1703,6 +1726,45 @@ fn read_safely(e: &Expr) -> bool {
             )
     );
     !fused || fused_elements_cannot_fail(e)
+}
+
+/// The most nodes in a side of an `if` lowered to a `select`.
+const MAX_SELECT_NODES: u32 = 6;
+
+/// Whether `e` is at most [`MAX_SELECT_NODES`] constants, variables,
+/// projections and primitives that are instructions (not library calls):
+/// cheap, and it cannot fail.
+fn cheap_branch(e: &Expr, nodes: &mut u32) -> bool {
+    *nodes += 1;
+    if *nodes > MAX_SELECT_NODES {
+        return false;
+    }
+    match &e.kind {
+        ExprKind::Const(_) | ExprKind::Var(_) => true,
+        ExprKind::Proj(x, _) => cheap_branch(x, nodes),
+        ExprKind::Prim(p, args) => {
+            !matches!(
+                p,
+                gradlift_lang::Prim::Sin
+                    | gradlift_lang::Prim::Cos
+                    | gradlift_lang::Prim::Tan
+                    | gradlift_lang::Prim::Exp
+                    | gradlift_lang::Prim::Log
+                    | gradlift_lang::Prim::Tanh
+                    | gradlift_lang::Prim::Pow
+            ) && args.iter().all(|a| cheap_branch(a, nodes))
+        }
+        _ => false,
+    }
+}
+
+/// Whether a value of type `t` is reals and conditions only (no arrays).
+fn scalars_only(t: &Type) -> bool {
+    match t {
+        Type::Real | Type::Bool => true,
+        Type::Tuple(ts) => ts.iter().all(scalars_only),
+        _ => false,
+    }
 }
 
 /// Whether evaluating `e` cannot end in an error: it is built from

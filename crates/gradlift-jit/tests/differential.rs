@@ -107,3 +107,37 @@ fn sections_as_function_arguments() {
     let want = gradlift_lang::interp::call(&m, 0, &args).unwrap();
     assert!(got.same(&want), "{got} vs {want}");
 }
+
+#[test]
+fn cheap_conditionals_are_selects_and_agree_with_the_interpreter() {
+    // Sides of a few instructions, reals and conditions: a `select`, no
+    // branch. NaN, infinities and signed zeros go through unchanged.
+    let source = "def f(x: [R; n], v: R) -> ([R; n], R) =
+      (map2 (a, i. if i == 0 then a + v else (if a < v then -a else a * 2)) x (iota(n)),
+       if v > 0 then v / 3 else min(v, 1))";
+    let checked = check_source("<test>", source).unwrap();
+    let jit = Jit::new().unwrap().verify(true);
+    let closed = inline(&checked, 0);
+    let clif = jit.clif(&closed).unwrap();
+    assert!(clif.contains("select"), "{clif}");
+    let compiled = jit.compile(&closed).unwrap();
+    let xs = [-0.0, 0.0, f64::NAN, f64::INFINITY, -2.5, 1e300];
+    for v in [-0.0, 0.0, 1.5, -1.5, f64::NAN, f64::NEG_INFINITY] {
+        let args = [Value::reals(&xs), Value::Real(v)];
+        let want = interp::call(&checked, 0, &args).unwrap();
+        let got = compiled.call(&args).unwrap();
+        assert!(got.same(&want), "v = {v}: JIT {got}, interpreter {want}");
+    }
+    // A side that calls a library function or builds an array branches.
+    let source = "def f(x: [R; n], v: R) -> R =
+      if v > 0 then exp(v) else reduce (+) 0 x";
+    let checked = check_source("<test>", source).unwrap();
+    let closed = inline(&checked, 0);
+    assert!(!jit.clif(&closed).unwrap().contains("select"));
+    let compiled = jit.compile(&closed).unwrap();
+    for v in [-1.0, 1.0] {
+        let args = [Value::reals(&xs[4..]), Value::Real(v)];
+        let want = interp::call(&checked, 0, &args).unwrap();
+        assert!(compiled.call(&args).unwrap().same(&want));
+    }
+}
