@@ -669,6 +669,16 @@ fn a_sibling_map_becomes_a_component_of_the_stored_one() {
         Value::Array(vec![Value::reals(&[0.5, 1.5]), Value::reals(&[2.0, -3.0])].into()),
     )]);
     assert_same_meaning(&term(input), &out, &types, &["d", "m"], &vals);
+    // A map whose tuples are also read whole (returned) keeps them as
+    // they are: it stores the pairs of its old element and the sibling's.
+    let input = "let P = map (x. (exp(x), x)) A in \
+                 (P, map (p. (p.1, p.0)) P, map (x. exp(x) + 1) A)";
+    let (out, stats) = simp(&term(input));
+    assert!(stats.count(Rule::MapMerge) > 0, "fired: {stats}");
+    assert_eq!(count_prim(&out, Prim::Exp), 1, "{out}");
+    let types = typed(&[("A", "[R; n]")]);
+    let vals = values(&[("A", Value::reals(&[0.5, -1.0, 2.0]))]);
+    assert_same_meaning(&term(input), &out, &types, &["n"], &vals);
     // Not a sibling: under a lambda (computed per element of another
     // loop), in a branch, mentioning a name bound after `P`, able to fail
     // (an index), over other arrays, or sharing no costly work.

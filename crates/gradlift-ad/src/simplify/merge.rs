@@ -31,7 +31,7 @@ use super::alpha::Alpha;
 use super::prune::tail_arity;
 use super::reuse::{rename, replace_first};
 use super::rules::{Rule, Stats};
-use super::split::binders;
+use super::split::{binders, param_of};
 use super::term::*;
 use gradlift_lang::deep::guard;
 use gradlift_lang::syntax::*;
@@ -76,9 +76,15 @@ fn merge_one(bindings: &mut [Binding], body: &mut Expr, t: usize) -> bool {
     let Some((op, params, arrays, map_body)) = map_parts(&bindings[t].value) else {
         return false;
     };
-    // Elements that are tuples get one more component; others become
-    // the pairs of the old element and the sibling's.
-    let tuple = tail_arity(map_body).is_some() && ends_in_tuple(map_body);
+    // Elements that are tuples get one more component, when every use of
+    // `P` only projects them (a tuple with one more component read whole
+    // would change the result); others become the pairs of the old
+    // element and the sibling's, `P` read through `map (g. g.0) P`.
+    let projected = bindings[t + 1..]
+        .iter()
+        .all(|b| projects_only(&b.value, &p))
+        && projects_only(body, &p);
+    let tuple = ends_in_tuple(map_body) && tail_arity(map_body).is_some() && projected;
     let arity = if tuple {
         tail_arity(map_body).expect("checked")
     } else {
@@ -150,6 +156,79 @@ fn merge_one(bindings: &mut [Binding], body: &mut Expr, t: usize) -> bool {
         *map_body = mk(ExprKind::Tuple(vec![old, element]));
     }
     true
+}
+
+/// Whether `e` reads the elements of the array `p` only by projections:
+/// `p` is only the array of `map`s, `map2`s and `foldl`s (or half of a zip,
+/// `map2 (a, b. (a, b))`, one of theirs) whose function uses its element
+/// only as `q.k` (for a zip, `q.j` only as `q.j.k`). A component appended
+/// to `p`'s elements then changes nothing `e` computes.
+fn projects_only(e: &Expr, p: &Name) -> bool {
+    let is_p = |e: &Expr| matches!(&e.kind, ExprKind::Var(n) if n == p);
+    guard(|| match &e.kind {
+        ExprKind::Var(n) => n != p,
+        ExprKind::ArrayOp(op, f, args) => {
+            let element_reads = matches!(op, ArrayOp::Map | ArrayOp::Map2 | ArrayOp::Foldl(_));
+            let ExprKind::Lambda(params, body) = &f.kind else {
+                return args.iter().all(|a| projects_only(a, p));
+            };
+            for (k, a) in args.iter().enumerate() {
+                // Where `p`'s element sits in the function's parameter.
+                let path = if is_p(a) {
+                    Some(None)
+                } else {
+                    match &a.kind {
+                        ExprKind::ArrayOp(ArrayOp::Map2, z, xs) if super::pe::is_zip(z) => match xs
+                            .iter()
+                            .position(is_p)
+                        {
+                            Some(j)
+                                if xs.iter().filter(|x| !is_p(x)).all(|x| projects_only(x, p)) =>
+                            {
+                                Some(Some(j))
+                            }
+                            Some(_) => return false,
+                            None => None,
+                        },
+                        _ => None,
+                    }
+                };
+                let Some(path) = path else {
+                    if !projects_only(a, p) {
+                        return false;
+                    }
+                    continue;
+                };
+                let Some(Pattern::Var(q, _)) = (element_reads.then(|| param_of(*op, k)).flatten())
+                    .and_then(|j| params.get(j))
+                    .map(|x| &x.pat)
+                else {
+                    return false;
+                };
+                if !projected_at(body, q, path) {
+                    return false;
+                }
+            }
+            projects_only(body, p)
+        }
+        _ => e.children().into_iter().all(|c| projects_only(c, p)),
+    })
+}
+
+/// Whether `q` occurs in `e` only as `q.k` (`path` is `None`), or, for the
+/// pair `q` of a zip with the element at `.j`, with `q.j` only as `q.j.k`.
+fn projected_at(e: &Expr, q: &Name, path: Option<usize>) -> bool {
+    let is_q = |e: &Expr| matches!(&e.kind, ExprKind::Var(n) if n == q);
+    guard(|| match (&e.kind, path) {
+        (ExprKind::Var(n), _) => n != q,
+        (ExprKind::Proj(x, _), None) if is_q(x) => true,
+        (ExprKind::Proj(x, i), Some(j)) if is_q(x) => *i != j,
+        (ExprKind::Proj(x, _), Some(j)) => match &x.kind {
+            ExprKind::Proj(y, i) if is_q(y) && *i == j => true,
+            _ => projected_at(x, q, path),
+        },
+        _ => e.children().into_iter().all(|c| projected_at(c, q, path)),
+    })
 }
 
 /// Whether `e` ends in a tuple after its `let`s.
