@@ -22,7 +22,10 @@
 //! unconditionally after `P` (not under a lambda or a branch), mentions
 //! nothing bound after `P`, cannot fail (so computing it earlier changes
 //! no error), and shares work with `P`'s body: a subterm that is a loop or
-//! calls a transcendental function, equal up to names. CSE then computes
+//! calls a transcendental function, equal up to names. (Where `P`'s
+//! elements are not tuples, or are read whole somewhere, `P` stores the
+//! pairs of its old element and the sibling's instead, and its other uses
+//! read `map (g. g.0) P`.) CSE then computes
 //! that subterm once per element, and the consumer of the sibling reads a
 //! stored real instead of running the loop again. Each element is computed
 //! by the same operations on the same operands as before.
