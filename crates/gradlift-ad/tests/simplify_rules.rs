@@ -315,6 +315,20 @@ fn shifts_and_scans_of_ones_stay_ones() {
 fn known_arrays_are_indexed() {
     rewrites("[x, y, z][-1]", "z", Rule::IndexKnown);
     rewrites("(map (x. 1) A)[0] * y", "y", Rule::IndexKnown);
+    // Parts of structural zeros, and their `concat`, are zeros: the
+    // cotangent of a `concat` whose parts had none (a product by it goes).
+    rewrites(
+        "let Z = concat(take(m, map (x. zero) A), map (x. zero) B) in drop(n, Z)[0] * y",
+        "0.0",
+        Rule::IndexKnown,
+    );
+    // A tuple of constants replicated (a scan's states whose cotangents
+    // are all zero), indexed: the tuple.
+    rewrites(
+        "let S = replicate(n, (zero, zero)) in S[-1].0 * y + S[0].1",
+        "0.0",
+        Rule::IndexKnown,
+    );
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Constant arrays: recognising `OnesLike(A)` and `ZerosLike(A)` of
 //! Figure 4 in every form they take — `map (x. c) A`, `map2 (a, b. c) A B`,
-//! `replicate(n, c)`, and shifts of these — for the array rules of
-//! `rewrite.rs`.
+//! `replicate(n, c)`, shifts, `take`s and `drop`s of these and `concat`s
+//! of two of them — for the array rules of `rewrite.rs`.
 //!
 //! An operand is recognised in itself or, for a variable, through the facts
 //! partial evaluation records when it binds a constant array to a variable:
@@ -41,6 +41,9 @@ pub(super) struct Facts {
     /// Variables bound to a `map`/`map2` whose function returns a tuple
     /// (arrays of partial derivatives).
     pub tuples: FxMap<Name, TupleMap>,
+    /// Variables bound to `replicate(n, c)` of a tuple of constants (the
+    /// states of a scan whose cotangents are all zero): the tuple.
+    pub constant_tuples: FxMap<Name, Expr>,
 }
 
 /// `op (x⃗. (e₀, …, eₖ)) A⃗`. The rules read an array of `A⃗` only where it is
@@ -64,6 +67,10 @@ impl Facts {
         }
         if let Some(v) = var_fill_of_expr(value) {
             self.var_fills.insert(name.clone(), v);
+            return;
+        }
+        if let Some(c) = replicated_constant_tuple(value) {
+            self.constant_tuples.insert(name.clone(), c.clone());
             return;
         }
         let ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, f, args) = &value.kind else {
@@ -210,9 +217,29 @@ fn fact<'a>(n: &Name, facts: &'a Facts) -> Option<FillRef<'a>> {
 /// The constant array `e` is, if it is one.
 pub(super) fn fill_of_expr<'a>(mut e: &'a Expr, facts: &'a Facts) -> Option<FillRef<'a>> {
     let mut shifted = false;
-    while let ExprKind::Builtin(Builtin::Shift1L | Builtin::Shift1R, args) = &e.kind {
+    loop {
+        match &e.kind {
+            ExprKind::Builtin(Builtin::Shift1L | Builtin::Shift1R, args) => e = &args[0],
+            // A part of a fill (the reverse of a `concat` splits a
+            // cotangent into its parts this way).
+            ExprKind::Builtin(Builtin::Take | Builtin::Drop, args) => e = &args[1],
+            _ => break,
+        }
         shifted = true;
-        e = &args[0];
+    }
+    // `concat` of two fills of the same constant (both structural or
+    // neither): the cotangent of a `concat` whose parts had none.
+    if let ExprKind::Builtin(Builtin::Concat, parts) = &e.kind {
+        let [a, b] = parts.as_slice() else {
+            return None;
+        };
+        let (a, b) = (fill_of_expr(a, facts)?, fill_of_expr(b, facts)?);
+        let same = a.value.to_bits() == b.value.to_bits() && a.structural == b.structural;
+        return same.then_some(FillRef {
+            like: None,
+            size: None,
+            ..a
+        });
     }
     let fill = match &e.kind {
         ExprKind::Var(n) => fact(n, facts),
@@ -248,6 +275,26 @@ pub(super) fn fill_of_expr<'a>(mut e: &'a Expr, facts: &'a Facts) -> Option<Fill
             f
         }
     })
+}
+
+/// `replicate(n, c)` of a tuple `c` of constants (tuples of constants
+/// inside): `c`.
+pub(super) fn replicated_constant_tuple(e: &Expr) -> Option<&Expr> {
+    fn constant(e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Const(_) => true,
+            ExprKind::Tuple(es) => es.iter().all(constant),
+            _ => false,
+        }
+    }
+    match &e.kind {
+        ExprKind::Builtin(Builtin::Replicate, args)
+            if matches!(args[1].kind, ExprKind::Tuple(_)) && constant(&args[1]) =>
+        {
+            Some(&args[1])
+        }
+        _ => None,
+    }
 }
 
 /// The variable the array `v` holds everywhere, if it is one.

@@ -451,6 +451,8 @@ pub(super) enum IndexRewrite {
     Element(usize),
     /// The constant of a constant array.
     Const(f64, bool),
+    /// The tuple of constants every element of an array is.
+    Tuple(Expr),
 }
 
 /// `A[k]` of an array literal or a constant array.
@@ -463,6 +465,14 @@ pub(super) fn index(arg: &Val, k: i64, facts: &Facts) -> Option<(Rule, IndexRewr
                 .contains(&i)
                 .then_some((Rule::IndexKnown, IndexRewrite::Element(i as usize)));
         }
+    }
+    let tuple = match arg {
+        Val::Var(n) => facts.constant_tuples.get(n),
+        Val::Code(e) => super::fill::replicated_constant_tuple(e),
+        _ => None,
+    };
+    if let Some(c) = tuple {
+        return Some((Rule::IndexKnown, IndexRewrite::Tuple(c.clone())));
     }
     let f = fill_of(arg, facts)?;
     Some((Rule::IndexKnown, IndexRewrite::Const(f.value, f.structural)))

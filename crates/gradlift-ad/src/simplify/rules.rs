@@ -172,7 +172,7 @@ rules! {
         "len(map f A) ⇝ len(A);  len(map2 f A B) ⇝ len(A);  len(shift1L A) ⇝ len(A) - 1 (shift1R likewise);  len(scanl f z A) ⇝ len(A) + 1 (scanr likewise)",
         "A (through these operations) is a variable; the run-time errors of the dropped computation go with it";
     /// Indexing a known array.
-    IndexKnown = "index-known", "[e₀..eₙ][k] ⇝ eₖ;  Fill(c)[k] ⇝ c", "";
+    IndexKnown = "index-known", "[e₀..eₙ][k] ⇝ eₖ;  Fill(c)[k] ⇝ c;  replicate(n, (c₀..cₘ))[k] ⇝ (c₀..cₘ)", "cᵢ constants (or tuples of them)";
     /// Map fusion (classic array simplification).
     MapFusion = "map-fusion",
         "map (x. e₁) (map2 (y₁, y₂. e₂) A B) ⇝ map2 (y₁, y₂. let x = e₂ in e₁) A B;  map f (map g A) ⇝ map (y. let x = g(y) in f(x)) A",

@@ -65,6 +65,7 @@ impl Pe<'_> {
             self.stats.fire(rule);
             return Ok(match (out, v) {
                 (IndexRewrite::Const(c, s), _) => Val::Const(c, s),
+                (IndexRewrite::Tuple(c), _) => val_of(c),
                 (IndexRewrite::Element(i), Val::Code(e)) => match into_kind(*e) {
                     ExprKind::ArrayLit(mut es) => val_of(es.swap_remove(i)),
                     _ => unreachable!("index-known matched an array literal"),
