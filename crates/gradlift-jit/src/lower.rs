@@ -589,8 +589,10 @@ impl Translator<'_, '_> {
     }
 
     pub fn lower(&mut self, e: &Expr) -> Result<Values, JitError> {
-        if let Some(v) = self.computed.get(&(e as *const Expr)) {
-            return Ok(v.clone());
+        if !self.computed.is_empty() {
+            if let Some(v) = self.computed.get(&(e as *const Expr)) {
+                return Ok(v.clone());
+            }
         }
         match e.kind {
             ExprKind::ArrayOp(..) | ExprKind::If(..) if self.labels.is_some() => {

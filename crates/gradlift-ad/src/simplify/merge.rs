@@ -69,6 +69,10 @@ fn map_parts(value: &Expr) -> Option<(ArrayOp, &[Param], &[Expr], &Expr)> {
     (vars && names).then_some((*op, params.as_slice(), args.as_slice(), &**body))
 }
 
+/// How many bindings after a map are searched for siblings (the search is
+/// linear in this, per map; the body is searched when they reach it).
+const LOOKAHEAD: usize = 64;
+
 /// Merges into the map bound at `bindings[t]` the first sibling found
 /// after it; whether it found one.
 fn merge_one(bindings: &mut [Binding], body: &mut Expr, t: usize) -> bool {
@@ -79,20 +83,6 @@ fn merge_one(bindings: &mut [Binding], body: &mut Expr, t: usize) -> bool {
     let Some((op, params, arrays, map_body)) = map_parts(&bindings[t].value) else {
         return false;
     };
-    // Elements that are tuples get one more component, when every use of
-    // `P` only projects them (a tuple with one more component read whole
-    // would change the result); others become the pairs of the old
-    // element and the sibling's, `P` read through `map (g. g.0) P`.
-    let projected = bindings[t + 1..]
-        .iter()
-        .all(|b| projects_only(&b.value, &p))
-        && projects_only(body, &p);
-    let tuple = ends_in_tuple(map_body) && tail_arity(map_body).is_some() && projected;
-    let arity = if tuple {
-        tail_arity(map_body).expect("checked")
-    } else {
-        1
-    };
     let names: Vec<Name> = params
         .iter()
         .map(|q| match &q.pat {
@@ -100,13 +90,19 @@ fn merge_one(bindings: &mut [Binding], body: &mut Expr, t: usize) -> bool {
             _ => unreachable!("checked by `map_parts`"),
         })
         .collect();
-    // Names bound after `P`: a sibling mentioning one cannot move up.
+    // The bindings searched, and the body if they reach it.
+    let end = (t + 1 + LOOKAHEAD).min(bindings.len());
+    let reaches_body = end == bindings.len();
+    // Names bound after `P` (up to the sibling, which cannot mention a
+    // name bound after it): a sibling mentioning one cannot move up.
     let mut after = vec![p.clone()];
-    for b in &bindings[t + 1..] {
+    for b in &bindings[t + 1..end] {
         b.pat.names(&mut after);
         binders(&b.value, &mut after);
     }
-    binders(body, &mut after);
+    if reaches_body {
+        binders(body, &mut after);
+    }
     let want = Want {
         op,
         arrays,
@@ -115,17 +111,30 @@ fn merge_one(bindings: &mut [Binding], body: &mut Expr, t: usize) -> bool {
         after: &after,
     };
     let mut found = None;
-    for b in &bindings[t + 1..] {
+    for b in &bindings[t + 1..end] {
         found = find(&b.value, &want);
         if found.is_some() {
             break;
         }
     }
-    if found.is_none() {
+    if found.is_none() && reaches_body {
         found = find(body, &want);
     }
     let Some((sibling, element)) = found else {
         return false;
+    };
+    // Elements that are tuples get one more component, when every use of
+    // `P` only projects them (a tuple with one more component read whole
+    // would change the result); others become the pairs of the old
+    // element and the sibling's, `P` read through `map (g. g.0) P`.
+    let projected = bindings[t + 1..]
+        .iter()
+        .all(|b| projects_only(&b.value, &p))
+        && projects_only(body, &p);
+    let tuple = projected && ends_in_tuple(map_body);
+    let arity = match tail_arity(map_body) {
+        Some(k) if tuple => k,
+        _ => 1,
     };
     // The sibling reads component `arity` of `P` instead.
     let read = component(&p, arity);

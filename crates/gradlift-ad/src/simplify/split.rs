@@ -45,6 +45,7 @@
 
 use super::prune::{children_mut, keep_components, numbering, projected, renumber, tail_arity};
 use super::rules::{Rule, Stats};
+use super::term::var;
 use gradlift_lang::deep::guard;
 use gradlift_lang::syntax::*;
 use std::sync::Arc;
@@ -481,7 +482,7 @@ fn rebuild(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
         // `q.0` and the row as `q.1`.
         let a = row.as_ref()?;
         read_pairs(b, q);
-        Some(zip(var_expr(p), a.clone()))
+        Some(zip(var(p), a.clone()))
     });
     let mut tail = map_body_mut(value);
     while let ExprKind::Let { ref mut body, .. } = tail.kind {
@@ -491,7 +492,7 @@ fn rebuild(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
         unreachable!("checked by `elements`")
     };
     es.remove(i);
-    es.extend(appended.iter().map(var_expr));
+    es.extend(appended.iter().map(var));
     true
 }
 
@@ -513,7 +514,7 @@ fn read_pairs(e: &mut Expr, q: &Name) {
                 return;
             }
             ExprKind::Var(n) if &**n == ROW => {
-                *e = Expr::synth(ExprKind::Proj(Box::new(var_expr(q)), 1));
+                *e = Expr::synth(ExprKind::Proj(Box::new(var(q)), 1));
                 return;
             }
             _ => {}
@@ -522,10 +523,6 @@ fn read_pairs(e: &mut Expr, q: &Name) {
             read_pairs(c, q);
         }
     })
-}
-
-fn var_expr(n: &Name) -> Expr {
-    Expr::synth(ExprKind::Var(n.clone()))
 }
 
 /// `map2 (a, b. (a, b)) x y`: the pairs of `x` and `y`, which the JIT reads
@@ -540,7 +537,7 @@ fn zip(x: Expr, y: Expr) -> Expr {
             ty: None,
         })
         .collect();
-    let pair = Expr::synth(ExprKind::Tuple(vec![var_expr(&a), var_expr(&b)]));
+    let pair = Expr::synth(ExprKind::Tuple(vec![var(&a), var(&b)]));
     Expr::synth(ExprKind::ArrayOp(
         ArrayOp::Map2,
         Box::new(Expr::synth(ExprKind::Lambda(params, Arc::new(pair)))),
