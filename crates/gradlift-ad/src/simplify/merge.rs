@@ -18,8 +18,9 @@
 //! let P = mapₖ (x⃗. let … in (e₀..eₙ, e[x⃗/x⃗'])) A⃗ in … C[map (g. g.(n+1)) P] …
 //! ```
 //!
-//! when the sibling (same operation, same array variables) is evaluated
-//! unconditionally after `P` (not under a lambda or a branch), mentions
+//! when the sibling (same operation, same array variables), among the next
+//! [`LOOKAHEAD`] bindings or in the block's body when they reach it, is
+//! evaluated unconditionally after `P` (not under a lambda or a branch), mentions
 //! nothing bound after `P`, cannot fail (so computing it earlier changes
 //! no error), and shares work with `P`'s body: a subterm that is a loop or
 //! calls a transcendental function, equal up to names. (Where `P`'s
