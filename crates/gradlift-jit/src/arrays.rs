@@ -27,7 +27,12 @@
 //! reading them from memory: `iota(n)`; a `shift1L`, `shift1R` or `take`
 //! of a fused array whose elements cannot fail; a `concat` of reals; and,
 //! when it reads its elements in order, a shifted `scanl` of reals, whose
-//! state it carries ([`Source`]). An index into a map of a range computes
+//! state it carries; and a one-hot map of a range, by comparing integers
+//! ([`Source`]). A loop whose sources test its index where the answer is
+//! the same for all but a few iterations at the start or the end (a
+//! `concat` with a part of constant length, a one-hot) is peeled: its
+//! interior runs a copy of the body with the tests decided
+//! ([`Translator::for_range_peeled`]). An index into a map of a range computes
 //! the one element ([`Translator::index_source`]); a stored `concat` writes
 //! a map part straight into its result. A loop's accumulator lives in
 //! variables and, for its arrays, two buffers ([`Translator::lower_to`],
@@ -67,6 +72,26 @@ impl Translator<'_, '_> {
         results: &[cranelift_frontend::Variable],
         body: &mut dyn FnMut(&mut Self, Value) -> Result<(), JitError>,
     ) -> Result<(), JitError> {
+        self.for_range_peeled(n, results, None, body)
+    }
+
+    /// [`Translator::for_range_out`], with the body emitted twice when
+    /// there is an `interior`: once for the indices in `lo..hi`, with the
+    /// tests the sources make on the index decided (`Translator::interior`),
+    /// and once, as it is, for the others, at the edges. The iterations run
+    /// in order, `0` to `n - 1`:
+    ///
+    /// ```text
+    /// edge(i):  i == lo && lo < hi ? main(i) : (body; i + 1 < n ? edge(i + 1) : exit)
+    /// main(i):  body decided; i + 1 < hi ? main(i + 1) : (hi < n ? edge(hi) : exit)
+    /// ```
+    fn for_range_peeled(
+        &mut self,
+        n: Value,
+        results: &[cranelift_frontend::Variable],
+        interior: Option<Interior>,
+        body: &mut dyn FnMut(&mut Self, Value) -> Result<(), JitError>,
+    ) -> Result<(), JitError> {
         let index = self.b.declare_var(types::I64);
         let zero = self.iconst(0);
         self.b.def_var(index, zero);
@@ -89,6 +114,13 @@ impl Translator<'_, '_> {
         let n = self.entry_copy(n);
         self.b.switch_to_block(block);
         let i = self.b.use_var(index);
+        if let Some(interior) = &interior {
+            let r = self.peeled(interior, index, n, block, exit, results, body);
+            if r.is_err() {
+                self.loops.pop();
+            }
+            r?;
+        }
         let r = self.region(|t| body(t, i));
         self.loops.pop();
         r?;
@@ -112,6 +144,112 @@ impl Translator<'_, '_> {
             self.b.def_var(*v, p);
         }
         Ok(())
+    }
+
+    /// The interior of a peeled loop (see [`Translator::for_range_peeled`]),
+    /// emitted from the edge block `edge` (the current block, where the
+    /// index is `i`): the test for entering it, and its own rotated loop.
+    /// Leaves the builder in the block of the edge iterations' body.
+    #[allow(clippy::too_many_arguments)]
+    fn peeled(
+        &mut self,
+        interior: &Interior,
+        index: cranelift_frontend::Variable,
+        n: Value,
+        edge: cranelift_codegen::ir::Block,
+        exit: cranelift_codegen::ir::Block,
+        results: &[cranelift_frontend::Variable],
+        body: &mut dyn FnMut(&mut Self, Value) -> Result<(), JitError>,
+    ) -> Result<(), JitError> {
+        let (main, after, edge_body) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        let (lo, hi) = (self.entry_copy(interior.lo), self.entry_copy(interior.hi));
+        let enter = self.entry_copy(interior.enter);
+        let i = self.b.use_var(index);
+        let at_lo = self.b.ins().icmp(IntCC::Equal, i, lo);
+        let go = self.b.ins().band(at_lo, enter);
+        self.b.ins().brif(go, main, &[], edge_body, &[]);
+        self.b.switch_to_block(main);
+        let j = self.b.use_var(index);
+        for (node, side) in &interior.sides {
+            self.interior.insert(*node, *side);
+        }
+        let r = self.region(|t| body(t, j));
+        for (node, _) in &interior.sides {
+            self.interior.remove(node);
+        }
+        r?;
+        let next = self.b.ins().iadd_imm_s(j, 1);
+        self.b.def_var(index, next);
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, next, hi);
+        self.b.ins().brif(more, main, &[], after, &[]);
+        self.b.switch_to_block(after);
+        let rest = self.b.ins().icmp(IntCC::SignedLessThan, hi, n);
+        let outs: Vec<BlockArg> = results
+            .iter()
+            .map(|v| BlockArg::Value(self.b.use_var(*v)))
+            .collect();
+        self.b.ins().brif(rest, edge, &[], exit, &outs);
+        self.b.switch_to_block(edge_body);
+        Ok(())
+    }
+
+    /// The interior of a loop over `n` elements reading `sources` (element
+    /// `i` at iteration `i`, or at iteration `n - 1 - i` if `reversed`):
+    /// the iterations where every `concat` with a part of constant length
+    /// reads the same part, and every one-hot source its zero — all but a
+    /// few at the start and the end. `None` if no source tests the index
+    /// so. The bounds are computed here, before the loop.
+    fn interior(&mut self, sources: &[&Source<'_>], n: Value, reversed: bool) -> Option<Interior> {
+        // A short loop is not worth a second copy of its body.
+        if self.constant(n).is_some_and(|n| n <= MIN_PEELED_LEN) {
+            return None;
+        }
+        let mut found = Vec::new();
+        for s in sources {
+            boundaries(s, &mut Vec::new(), &mut found, self);
+        }
+        if found.is_empty() {
+            return None;
+        }
+        let zero = self.iconst(0);
+        let (mut lo, mut hi) = (zero, n);
+        let mut sides = Vec::with_capacity(found.len());
+        for b in found {
+            // The decision changes at element `split - offset` of the loop.
+            let mut at = b.split;
+            for (x, add) in b.offset {
+                at = if add {
+                    self.b.ins().isub(at, x)
+                } else {
+                    self.b.ins().iadd(at, x)
+                };
+            }
+            if b.starts {
+                lo = self.b.ins().smax(lo, at);
+            } else {
+                hi = self.b.ins().smin(hi, at);
+            }
+            sides.push((b.node, b.side));
+        }
+        // 0 <= lo <= hi <= n.
+        let lo = self.b.ins().smin(lo, n);
+        let hi = self.b.ins().smax(hi, lo);
+        let (lo, hi) = if reversed {
+            (self.b.ins().isub(n, hi), self.b.ins().isub(n, lo))
+        } else {
+            (lo, hi)
+        };
+        let enter = self.b.ins().icmp(IntCC::SignedLessThan, lo, hi);
+        Some(Interior {
+            lo,
+            hi,
+            enter,
+            sides,
+        })
     }
 
     /// Address of element `i` of an array whose elements take `stride` bytes.
@@ -275,6 +413,12 @@ impl Translator<'_, '_> {
 
     /// A real used as a count: a whole number in `0..=MAX_LEN`.
     fn count(&mut self, e: &Expr) -> Result<Value, JitError> {
+        // A constant count is checked here, once.
+        if let ExprKind::Const(c) = e.kind {
+            if c >= 0.0 && c == c.floor() && c <= crate::abi::MAX_LEN as f64 {
+                return Ok(self.iconst(c as i64));
+            }
+        }
         let x = self.real(e)?;
         let whole = self.b.ins().floor(x);
         let is_whole = self.b.ins().fcmp(FloatCC::Equal, whole, x);
@@ -693,7 +837,9 @@ impl Translator<'_, '_> {
             .filter(|f| f.in_place.is_none())
             .flat_map(|f| f.vars.iter().copied())
             .collect();
-        self.for_range_out(m.len, &results, &mut |t, i| {
+        let sources: Vec<&Source<'_>> = m.sources.iter().collect();
+        let interior = self.interior(&sources, m.len, false);
+        self.for_range_peeled(m.len, &results, interior, &mut |t, i| {
             // The element is written into the result (its arrays built
             // there directly where the body ends in a map): the body's
             // temporaries die with the iteration.
@@ -1008,6 +1154,9 @@ impl Translator<'_, '_> {
     /// carried from one element to the next (every state is computed, as
     /// it would be to store the scan).
     fn source_read<'e>(&mut self, e: &'e Expr, in_order: bool) -> Result<Source<'e>, JitError> {
+        if let Some(s) = self.one_hot(e)? {
+            return Ok(s);
+        }
         if let ExprKind::ArrayOp(op @ (ArrayOp::Map | ArrayOp::Map2), f, args) = &e.kind {
             if let ExprKind::Lambda(params, body) = &f.kind {
                 if params.len() == op.fn_arity() {
@@ -1026,16 +1175,9 @@ impl Translator<'_, '_> {
         // `iota(n)[i]` is `i`: the range is not stored. It is still limited
         // to what could be stored (`MAX_WORKSPACE`), so a huge size fails as
         // it would otherwise, instead of running a loop for hours.
-        if let ExprKind::Builtin(Builtin::Iota, args) = &e.kind {
-            let n = self.count(&args[0])?;
-            let limit = (crate::MAX_WORKSPACE / 8) as i64;
-            let fits = self
-                .b
-                .ins()
-                .icmp_imm_s(IntCC::SignedLessThanOrEqual, n, limit);
-            let bytes = self.b.ins().ishl_imm_s(n, 3);
-            self.check(fits, Status::WorkspaceTooSmall, bytes);
-            return Ok(Source::Iota(n));
+        // So is a variable bound to one.
+        if let Some(size) = self.range_size(e) {
+            return Ok(Source::Iota(self.range_len(&size)?));
         }
         // `shift1L`/`shift1R` of a map whose elements cannot fail: the
         // consumer computes only the elements it reads (all but the first
@@ -1114,6 +1256,89 @@ impl Translator<'_, '_> {
         let a = self.array(e)?;
         let stride = unchecked_bytes(self.b, &a.elem);
         Ok(Source::Array(a, stride))
+    }
+
+    /// The size of `e` if it is an index range: `iota(n)`, or a variable
+    /// bound to one.
+    fn range_size(&self, e: &Expr) -> Option<Expr> {
+        let range = match &e.kind {
+            ExprKind::Var(x) => self.ranges.get(x)?,
+            _ => e,
+        };
+        match &range.kind {
+            ExprKind::Builtin(Builtin::Iota, args) => args.first().cloned(),
+            _ => None,
+        }
+    }
+
+    /// The length of `iota(size)` read element by element, limited to
+    /// what could be stored.
+    fn range_len(&mut self, size: &Expr) -> Result<Value, JitError> {
+        let n = self.count(size)?;
+        let limit = (crate::MAX_WORKSPACE / 8) as i64;
+        let fits = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::SignedLessThanOrEqual, n, limit);
+        let bytes = self.b.ins().ishl_imm_s(n, 3);
+        self.check(fits, Status::WorkspaceTooSmall, bytes);
+        Ok(n)
+    }
+
+    /// `map (p. if p == c then A else B) R` for an index range `R`, a
+    /// whole constant `c >= 0` and reals `A` and `B` that do not mention
+    /// `p` and cannot fail — the reverse of reading `x[c]` — as a
+    /// [`Source::OneHot`]: `A` and `B` are computed once, before the loop,
+    /// and the loop compares integers.
+    fn one_hot<'e>(&mut self, e: &'e Expr) -> Result<Option<Source<'e>>, JitError> {
+        let ExprKind::ArrayOp(ArrayOp::Map, f, args) = &e.kind else {
+            return Ok(None);
+        };
+        let ExprKind::Lambda(params, body) = &f.kind else {
+            return Ok(None);
+        };
+        let ([param], [range]) = (params.as_slice(), args.as_slice()) else {
+            return Ok(None);
+        };
+        let (gradlift_lang::Pattern::Var(p, _), ExprKind::If(test, hit, miss)) =
+            (&param.pat, &body.kind)
+        else {
+            return Ok(None);
+        };
+        let ExprKind::Prim(gradlift_lang::Prim::Eq, xs) = &test.kind else {
+            return Ok(None);
+        };
+        let c = match (&xs[0].kind, &xs[1].kind) {
+            (ExprKind::Var(x), ExprKind::Const(c)) | (ExprKind::Const(c), ExprKind::Var(x))
+                if x == p =>
+            {
+                *c
+            }
+            _ => return Ok(None),
+        };
+        // Indices below 2^53 are exact reals.
+        if !(c >= 0.0 && c == c.floor() && c < (1u64 << 53) as f64) {
+            return Ok(None);
+        }
+        let sides = [hit.as_ref(), miss.as_ref()];
+        if !sides.iter().all(|x| {
+            cannot_fail(x) && mentions_of(x, p) == 0 && !matches!(x.kind, ExprKind::Tuple(_))
+        }) {
+            return Ok(None);
+        }
+        let Some(size) = self.range_size(range) else {
+            return Ok(None);
+        };
+        let (Values::Real(hit), Values::Real(miss)) = (self.lower(hit)?, self.lower(miss)?) else {
+            return Ok(None);
+        };
+        let len = self.range_len(&size)?;
+        Ok(Some(Source::OneHot {
+            at: c as i64,
+            hit,
+            miss,
+            len,
+        }))
     }
 
     /// The [`Source::Scan`] of `scanl f z A` when its state is reals (an
@@ -1245,6 +1470,28 @@ impl Translator<'_, '_> {
                 }
                 Ok(if *before { acc } else { next })
             }
+            Source::OneHot { at, hit, miss, .. } => {
+                let miss = self.entry_copy(*miss);
+                if let Some(Side::Second) = self.interior.get(&(s as *const Source<'_> as usize)) {
+                    return Ok(Values::Real(miss));
+                }
+                let hit = self.entry_copy(*hit);
+                let is_at = self.b.ins().icmp_imm_s(IntCC::Equal, i, *at);
+                Ok(Values::Real(self.b.ins().select(is_at, hit, miss)))
+            }
+            Source::Concat { parts, split, .. }
+                if self
+                    .interior
+                    .contains_key(&(s as *const Source<'_> as usize)) =>
+            {
+                match self.interior[&(s as *const Source<'_> as usize)] {
+                    Side::First => self.element(&parts.0, i),
+                    Side::Second => {
+                        let j = self.b.ins().isub(i, *split);
+                        self.element(&parts.1, j)
+                    }
+                }
+            }
             Source::Concat { parts, split, .. } => {
                 let in_first = self.b.ins().icmp(IntCC::SignedLessThan, i, *split);
                 let split = *split;
@@ -1344,7 +1591,8 @@ impl Translator<'_, '_> {
             Some(c) if shape.reals_only() => c.vars().to_vec(),
             _ => Vec::new(),
         };
-        self.for_range_out(len, &results, &mut |t, k| {
+        let interior = self.interior(&[&a], len, from_the_end);
+        self.for_range_peeled(len, &results, interior, &mut |t, k| {
             // scanr walks from the last element to the first.
             let i = if from_the_end {
                 let last = t.b.ins().iadd_imm_s(len, -1);
@@ -1668,13 +1916,122 @@ enum Source<'e> {
         split: Value,
         len: Value,
     },
+    /// `map (p. if p == at then hit else miss) iota(len)`, `hit` and
+    /// `miss` reals computed before the loop: element `i` is `hit` if
+    /// `i == at`, else `miss`.
+    OneHot {
+        at: i64,
+        hit: Value,
+        miss: Value,
+        len: Value,
+    },
+}
+
+/// The longest loop of a constant length that is not peeled.
+const MIN_PEELED_LEN: i64 = 32;
+
+/// One-hot sources whose `at` is below this are decided in the interior of
+/// a peeled loop (those beyond are tested at every element): the edge runs
+/// `at + 1` iterations.
+const MAX_ONE_HOT_EDGE: i64 = 8;
+
+/// Which way a test on the index goes in the interior of a peeled loop
+/// (see [`Translator::for_range_peeled`]): a `concat` reads its first
+/// part or its second; a one-hot source is its `miss` (`Second`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Side {
+    First,
+    Second,
+}
+
+/// The interior `lo..hi` of a peeled loop's iterations (`enter` is
+/// `lo < hi`) and the sides its sources' tests take there, by the
+/// address of the source.
+struct Interior {
+    lo: Value,
+    hi: Value,
+    enter: Value,
+    sides: Vec<(usize, Side)>,
+}
+
+/// A test a source makes on the index of the loop reading it: the
+/// element `i` of the loop takes `side` for every `i >= split - offset`
+/// (`starts`), or every `i < split - offset`; `offset` is a sum of values
+/// added (`true`) or subtracted.
+struct Boundary {
+    node: usize,
+    split: Value,
+    offset: Vec<(Value, bool)>,
+    starts: bool,
+    side: Side,
+}
+
+/// The tests on the index that `s` makes and a peeled loop decides: those
+/// of a `concat` one of whose parts has a constant length (the test
+/// changes near the start of the loop, or near its end) and of one-hot
+/// sources. `offset` is what is added to the loop's index to get `s`'s.
+fn boundaries(
+    s: &Source<'_>,
+    offset: &mut Vec<(Value, bool)>,
+    out: &mut Vec<Boundary>,
+    t: &mut Translator<'_, '_>,
+) {
+    let node = s as *const Source<'_> as usize;
+    match s {
+        Source::Array(..) | Source::Iota(_) => {}
+        Source::OneHot { at, .. } if *at >= MAX_ONE_HOT_EDGE => {}
+        Source::Mapped { inputs, .. } => {
+            for s in inputs {
+                boundaries(s, offset, out, t);
+            }
+        }
+        Source::Scan { input, .. } => boundaries(input, offset, out, t),
+        Source::Shifted {
+            inner, offset: k, ..
+        } => {
+            if let Some(k) = k {
+                offset.push((*k, true));
+            }
+            boundaries(inner, offset, out, t);
+            if k.is_some() {
+                offset.pop();
+            }
+        }
+        Source::Concat { parts, split, .. } => {
+            let first = t.constant(parts.0.len()).is_some();
+            let second = t.constant(parts.1.len()).is_some();
+            if first != second {
+                out.push(Boundary {
+                    node,
+                    split: *split,
+                    offset: offset.clone(),
+                    starts: first,
+                    side: if first { Side::Second } else { Side::First },
+                });
+            }
+            boundaries(&parts.0, offset, out, t);
+            offset.push((*split, false));
+            boundaries(&parts.1, offset, out, t);
+            offset.pop();
+        }
+        Source::OneHot { at, .. } => {
+            let split = t.iconst(*at + 1);
+            out.push(Boundary {
+                node,
+                split,
+                offset: offset.clone(),
+                starts: true,
+                side: Side::Second,
+            });
+        }
+    }
 }
 
 impl Source<'_> {
     fn len(&self) -> Value {
         match self {
             Source::Array(a, _) => a.len,
-            Source::Iota(n) => *n,
+            Source::Iota(n) | Source::OneHot { len: n, .. } => *n,
             Source::Mapped { len, .. }
             | Source::Shifted { len, .. }
             | Source::Concat { len, .. }

@@ -27,7 +27,7 @@ use cranelift_codegen::ir::{
 use cranelift_frontend::{FunctionBuilder, Variable};
 use gradlift_ad::inline::Closed;
 use gradlift_lang::deep::guard;
-use gradlift_lang::syntax::{ArrayOp, Expr, ExprKind, Name, Pattern, Size, Type};
+use gradlift_lang::syntax::{ArrayOp, Builtin, Expr, ExprKind, Name, Pattern, Size, Type};
 use gradlift_lang::types::Typer;
 use std::collections::{HashMap, HashSet};
 
@@ -71,6 +71,14 @@ pub(crate) struct Translator<'a, 'f> {
     /// Terms already computed in the loop of a map before them (folds
     /// riding along it, `horizontal.rs`), by address, and their values.
     pub computed: HashMap<*const Expr, Values>,
+    /// Variables bound to an index range (`let r = iota(n)`), and the
+    /// range: a loop reading one computes its elements
+    /// ([`Translator::source`]).
+    pub ranges: HashMap<Name, Expr>,
+    /// In the interior of a peeled loop, the side every element takes of
+    /// each test its sources make on the index (by the address of the
+    /// source), see `Interior` in `arrays.rs`.
+    pub interior: HashMap<usize, crate::arrays::Side>,
 }
 
 /// The entry of a loop being lowered. A real computed before the loop and
@@ -157,6 +165,8 @@ pub(crate) fn lower_function(
         pin_slot: None,
         loops: Vec::new(),
         computed: HashMap::new(),
+        ranges: HashMap::new(),
+        interior: HashMap::new(),
     };
     for (k, name) in closed.size_vars.iter().enumerate() {
         t.label(|| format!("size `{name}` (args[{k}])"));
@@ -585,6 +595,9 @@ impl Translator<'_, '_> {
             || one_line(&format_args!("let {pat} = {value}")),
             |t| guard(|| t.lower_inner(value)),
         )?;
+        if let (Pattern::Var(name, _), ExprKind::Builtin(Builtin::Iota, _)) = (pat, &value.kind) {
+            self.ranges.insert(name.clone(), value.clone());
+        }
         self.bind(pat, v, &t)
     }
 
