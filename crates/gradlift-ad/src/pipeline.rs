@@ -242,6 +242,65 @@ pub fn hvp_program_wrt(
     wrt: Option<&[Name]>,
     options: Options,
 ) -> Result<Closed, AdError> {
+    let mut h = hvp_unsimplified(module, index, wrt, options)?;
+    h.body = simplify_avoiding(&h.body, &SimplifyOptions::default(), &h.size_vars)?;
+    verify_closed(&h);
+    Ok(h)
+}
+
+/// [`hvp_program_wrt`] without the value and its derivative: the result is
+/// `(gradient, Hessian·direction)`, and the simplifier drops what only the
+/// value needed (for a Newton step, `gradient ⊘ Hessian·ones`; in k-means'
+/// cost, a pass over every point and centroid).
+pub fn gradient_hvp_program_wrt(
+    module: &CheckedModule,
+    index: usize,
+    wrt: Option<&[Name]>,
+    options: Options,
+) -> Result<Closed, AdError> {
+    let mut h = hvp_unsimplified(module, index, wrt, options)?;
+    let Type::Tuple(parts) = &h.ret else {
+        unreachable!("a Hessian-vector product program returns a pair")
+    };
+    let Type::Tuple(value_grad) = &parts[0] else {
+        unreachable!("its first part is (value, gradient)")
+    };
+    let grad_ty = value_grad[1].clone();
+    // A name no parameter has (the binders inside the body are out of
+    // its scope).
+    let mut supply = crate::names::NameSupply::new();
+    for (p, _) in &h.params {
+        supply.reserve(p);
+    }
+    for v in &h.size_vars {
+        supply.reserve(v);
+    }
+    let r = supply.fresh("gradient_hvp");
+    let var = || Expr::synth(ExprKind::Var(r.clone()));
+    let pick = |k: usize| {
+        let part = Expr::synth(ExprKind::Proj(Box::new(var()), k));
+        Expr::synth(ExprKind::Proj(Box::new(part), 1))
+    };
+    h.body = Expr::synth(ExprKind::Let {
+        pat: Pattern::Var(r.clone(), gradlift_lang::Span::DUMMY),
+        ty: None,
+        value: Box::new(std::mem::replace(&mut h.body, Expr::structural_zero())),
+        body: Box::new(Expr::synth(ExprKind::Tuple(vec![pick(0), pick(1)]))),
+    });
+    h.ret = Type::Tuple(vec![grad_ty.clone(), grad_ty]);
+    h.body = simplify_avoiding(&h.body, &SimplifyOptions::default(), &h.size_vars)?;
+    verify_closed(&h);
+    Ok(h)
+}
+
+/// The forward-mode program of the optimized gradient program, before
+/// simplification.
+fn hvp_unsimplified(
+    module: &CheckedModule,
+    index: usize,
+    wrt: Option<&[Name]>,
+    options: Options,
+) -> Result<Closed, AdError> {
     let g = gradient(
         module,
         index,
@@ -264,8 +323,5 @@ pub fn hvp_program_wrt(
         ret: Type::Tuple(vec![Type::Real, grad_ty]),
         body: g.term,
     };
-    let mut h = crate::forward::jvp(&program)?;
-    h.body = simplify_avoiding(&h.body, &SimplifyOptions::default(), &h.size_vars)?;
-    verify_closed(&h);
-    Ok(h)
+    crate::forward::jvp(&program)
 }

@@ -107,3 +107,67 @@ fn jvp_equals_the_gradient_times_the_direction() {
     }
     assert!(checked >= 200, "{checked}");
 }
+
+/// `(gradient, Hessian·direction)` without the value is the same, bit for
+/// bit, as those parts of the full forward-over-reverse program.
+#[test]
+fn gradient_and_hessian_vector_product_without_the_value() {
+    use gradlift_ad::pipeline::{gradient_hvp_program_wrt, hvp_program_wrt};
+    let part = |v: &Value, i: usize, j: usize| match v {
+        Value::Tuple(xs) => match &xs[i] {
+            Value::Tuple(ys) => ys[j].clone(),
+            other => panic!("{other}"),
+        },
+        other => panic!("{other}"),
+    };
+    let mut checked = 0;
+    for seed in 0..200 {
+        let case = generate(seed, &Config::default());
+        let m = check_module(case.module.clone()).unwrap();
+        let index = m.module.defs.len() - 1;
+        let sig = &m.sigs[index];
+        if sig.ret != Type::Real || sig.params.iter().all(|(_, t)| t.is_none()) {
+            continue;
+        }
+        let Some(wrt) = sig
+            .params
+            .iter()
+            .find(|(_, t)| t.is_some())
+            .map(|(p, _)| p.clone())
+        else {
+            continue;
+        };
+        let wrt = [wrt];
+        let (Ok(full), Ok(parts)) = (
+            hvp_program_wrt(&m, index, Some(&wrt), Options::default()),
+            gradient_hvp_program_wrt(&m, index, Some(&wrt), Options::default()),
+        ) else {
+            continue;
+        };
+        // The direction: the arguments themselves.
+        let extra: Vec<Value> = sig
+            .params
+            .iter()
+            .zip(&case.args)
+            .filter(|((_, t), _)| t.is_some())
+            .map(|(_, v)| v.clone())
+            .collect();
+        let want = run(&m, &full, index, &case.args, &extra, &full.body);
+        let got = run(&m, &parts, index, &case.args, &extra, &parts.body);
+        let Value::Tuple(got) = got else {
+            panic!("{got}")
+        };
+        assert!(
+            got[0].same(&part(&want, 0, 1)),
+            "seed {seed}: {} vs {want}",
+            got[0]
+        );
+        assert!(
+            got[1].same(&part(&want, 1, 1)),
+            "seed {seed}: {} vs {want}",
+            got[1]
+        );
+        checked += 1;
+    }
+    assert!(checked > 50, "{checked} programs checked");
+}

@@ -88,7 +88,7 @@ fn compile_module(source: &ModuleSource, jit: &Jit) -> Result<Module, String> {
                     .module()
                     .index_of(f)
                     .unwrap_or_else(|| unreachable!("`{f}` was found above"));
-                let hvp = gradlift::ad::pipeline::hvp_program_wrt(
+                let hvp = gradlift::ad::pipeline::gradient_hvp_program_wrt(
                     program.module(),
                     index,
                     Some(&[Name::from(wrt)]),
@@ -333,14 +333,13 @@ impl Call {
                 let fill = if **p == *wrt { 1.0 } else { 0.0 };
                 inputs.push(vec![fill; *len]);
             }
-            // out is ((value, gradient), (⟨gradient, direction⟩, H·direction)),
-            // the gradient and the product those of `wrt`.
+            // out is (gradient, H·direction), those of `wrt`.
             let len = lengths
                 .iter()
                 .find(|(p, _)| **p == *wrt)
                 .map(|(_, l)| *l)
                 .unwrap_or_else(|| unreachable!("`{wrt}` is a parameter of the module"));
-            direction = Some((1, 1 + len + 1, vec![0.0; len]));
+            direction = Some((0, len, vec![0.0; len]));
         }
         let out_len = flat_len(&native.ret, &native.size_vars, &size_words)
             .ok_or("the result is too large")?;
