@@ -914,3 +914,43 @@ fn a_one_hot_scaling_of_rows_becomes_a_branch() {
     let (_, stats) = simp(&term(&input.replace("else zero", "else 0")));
     assert_eq!(stats.count(Rule::ZeroSplit), 0, "fired: {stats}");
 }
+
+#[test]
+fn reals_no_result_reads_are_not_computed() {
+    let types = typed(&[("A", "[R; n]")]);
+    let vals = values(&[
+        ("A", Value::reals(&[1.5, -2.0, 0.25, 3.0])),
+        ("n", Value::Real(4.0)),
+    ]);
+    // Read through array elements and a loop accumulator: the search for
+    // the smallest square carries each element's pair, but only the index
+    // is read; the pairs' second components are never computed.
+    let inputs = [
+        "let ext = foldl ((m, j), (i, x). if x.0 < m.0 then (x, i) else (m, j)) ((inf, 0), 0)
+             (map2 (i, c. (i, c)) iota(n) (map (a. (a * a, sin(a) * a)) A)) in ext.1",
+        // A `reduce` of pairs of which the result reads one.
+        "(reduce (s, g. (s.0 + g.0, s.1 + g.1)) (0, 0) (map (a. (a * a, exp(a) * 2)) A)).0",
+        // The states of a scan, of which one component is read.
+        "map (s. s.0) (scanl (s, a. (s.0 + a, s.1 * cos(a))) (0, 1) A)",
+        // A stored map whose elements' second components no one reads.
+        "let t = map (a. (a * 2, tanh(a) * a)) A in (len(t), map (p. p.0 + 1) t)",
+    ];
+    for input in inputs {
+        let (out, stats) = simp(&term(input));
+        assert!(stats.count(Rule::DeadLeaf) > 0, "{input}: {stats}");
+        for f in ["sin", "exp", "cos", "tanh"] {
+            assert!(!out.to_string().contains(f), "{input} ⇝ {out}");
+        }
+        assert_same_meaning(&term(input), &out, &types, &["n"], &vals);
+    }
+    // Read in the step's condition, by the step for a component that is
+    // read, or whole: kept.
+    never_fires(
+        &[
+            "map (s. s.0) (scanl (s, a. (s.0 + s.1, s.1 * cos(a))) (0, 1) A)",
+            "let ext = foldl (m, x. if x.1 < m.1 then x else m) (inf, inf) (map (a. (a * a, a * 3)) A) in ext.0",
+            "let t = map (a. (a * 2, a * 3)) A in (t, len(t))",
+        ],
+        Rule::DeadLeaf,
+    );
+}

@@ -51,6 +51,7 @@
 mod alpha;
 mod cse;
 mod dce;
+mod demand;
 mod fill;
 mod merge;
 mod names;
@@ -231,6 +232,11 @@ fn round(
             )
         }
         (term, _) => (term, report),
+    };
+    // Reals no result reads leave dead computations behind too.
+    let term = match demand::run(term, stats) {
+        (term, true) => dce::run(term, &Default::default(), stats).0,
+        (term, false) => term,
     };
     let (term, reused) = reuse::run(term, stats);
     report.exposed_arrays |= reused;

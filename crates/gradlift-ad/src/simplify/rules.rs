@@ -230,6 +230,11 @@ rules! {
     // ---- Clean-up
     /// Dead-code elimination.
     DeadLet = "dead-let", "let x = e₁ in e₂ ⇝ e₂", "x ∉ FV(e₂)";
+    /// A real no observable result reads, through array elements and
+    /// loop accumulators.
+    DeadLeaf = "dead-leaf",
+        "… (…, a ⊙ b, …) … ⇝ … (…, 0, …) …",
+        "the component's demand is empty: no read of the result, of the arrays whose elements it is, or of the loop accumulators it is carried in, reaches it (see `demand.rs`)";
     /// Unused components of a tuple-valued binding.
     DeadComponent = "dead-component",
         "let x = (if c then (a₀, a₁) else (b₀, b₁)) in C[x.0] ⇝ let x = (if c then a₀ else b₀) in C[x]",
