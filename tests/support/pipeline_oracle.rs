@@ -233,8 +233,16 @@ pub fn check(input: &Input, jit: &Jit) -> Outcome {
         }
         let mut xs = Vec::new();
         args[i].flatten(&mut xs);
+        let Some(f0) = at(&args) else {
+            return outcome;
+        };
         for k in 0..xs.len() {
             let mut estimates = [0.0; 2];
+            // One-sided differences at the larger step: they differ at a
+            // kink exactly at the point (a tie of `max(x, c)` at `x = c`),
+            // where the central ones agree on the mean of the two sides,
+            // which is no derivative.
+            let mut sides = [0.0; 2];
             for (e, scale) in estimates.iter_mut().zip([1e-6, 5e-7]) {
                 let h = scale * xs[k].abs().max(1.0);
                 let (mut p, mut q) = (xs.clone(), xs.clone());
@@ -247,11 +255,15 @@ pub fn check(input: &Input, jit: &Jit) -> Outcome {
                     return outcome;
                 };
                 *e = (fp - fq) / (2.0 * h);
+                if scale == 1e-6 {
+                    sides = [(fp - f0) / h, (f0 - fq) / h];
+                }
             }
             let [fd, fd2] = estimates;
             let noise = (fd - fd2).abs();
+            let at_kink = (sides[0] - sides[1]).abs() > 1e-3 * (1.0 + fd.abs());
             // A kink (abs, min, max, sign, a comparison) within the step.
-            if noise <= 1e-4 * (1.0 + fd.abs()) {
+            if noise <= 1e-4 * (1.0 + fd.abs()) && !at_kink {
                 let got = reference[k_all];
                 assert!(
                     (got - fd).abs() <= 1e-5 * (1.0 + fd.abs()) + 10.0 * noise,
