@@ -1,5 +1,8 @@
-//! Dead leaves (rule `dead-leaf`): first-order Target → first-order
-//! Target.
+//! Dead leaves (rule `dead-leaf`, not in the paper; it extends the
+//! dead-code elimination of Figure 12's simplifications to the parts of
+//! values): first-order Target → first-order Target. It guarantees the
+//! same results for every read the program's result makes; a computation
+//! it drops can no longer fail, as with DCE.
 //!
 //! `dead-component` removes a tuple component no one projects; this pass
 //! finds the reals that nothing observable reads further down: through
