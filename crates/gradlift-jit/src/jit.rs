@@ -8,7 +8,7 @@ use crate::abi::{RawFn, Status};
 use crate::annotate::Labels;
 use crate::layout::{flat_len, flatten_into};
 use crate::lower::lower_function;
-use crate::prims::Libm;
+use crate::prims::{exp_table_bytes, Libm, EXP_TABLE_SYMBOL};
 use crate::{CallError, JitError};
 use cranelift_codegen::ir::{types, AbiParam, UserFuncName};
 use cranelift_codegen::isa::OwnedTargetIsa;
@@ -16,7 +16,7 @@ use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{default_libcall_names, Linkage, Module};
+use cranelift_module::{default_libcall_names, DataDescription, Linkage, Module};
 use cranelift_object::{ObjectBuilder, ObjectModule};
 use gradlift_ad::inline::Closed;
 use gradlift_lang::types::Signature;
@@ -145,11 +145,12 @@ impl Jit {
 
     /// A relocatable object file (ELF on Linux targets) defining each of
     /// `functions` as an exported symbol of its name with the ABI of
-    /// `docs/abi.md`. The transcendental functions are imported as the C
-    /// library's `sin`, `cos`, `tan`, `exp`, `log`, `tanh`, `pow` (link
-    /// with `-lm`).
+    /// `docs/abi.md`. The transcendental functions but `exp` (inline, with
+    /// its table as a local data object) are imported as the C library's
+    /// `sin`, `cos`, `tan`, `log`, `tanh`, `pow` (link with `-lm`).
     pub fn object(&self, functions: &[&Closed]) -> Result<Vec<u8>, JitError> {
         let mut module = self.object_module()?;
+        define_exp_data(&mut module)?;
         for closed in functions {
             let (mut ctx, _) = self.lower(&mut module, closed, false, true, false)?;
             let id = module
@@ -220,6 +221,11 @@ impl Jit {
                 .map_err(|e| JitError::Codegen(e.to_string()))?;
             libm.push(module.declare_func_in_func(id, b.func));
         }
+        // The table of `exp`, a data object of the module (`define_exp_data`).
+        let id = module
+            .declare_data(EXP_TABLE_SYMBOL, Linkage::Local, false, false)
+            .map_err(|e| JitError::Codegen(e.to_string()))?;
+        let exp_table = module.declare_data_in_func(id, b.func);
         // The schedule of binomial checkpointing runs in this process's
         // runtime: an object file has none to link against (the printed
         // stages show the imports).
@@ -237,7 +243,7 @@ impl Jit {
             [start, next] => Some((start, next)),
             _ => None,
         };
-        let labels = lower_function(&mut b, closed, libm, labels, runtime)?;
+        let labels = lower_function(&mut b, closed, libm, exp_table, labels, runtime)?;
         b.finalize(module.target_config());
         if self.verify {
             cranelift_codegen::verify_function(&ctx.func, self.isa.flags())
@@ -256,6 +262,9 @@ impl Jit {
         }
         let mut module = self.module();
         let (mut ctx, _) = self.lower(&mut module, closed, false, false, true)?;
+        if reads_data(&ctx.func) {
+            define_exp_data(&mut module)?;
+        }
         let id = module
             .declare_function(&closed.name, Linkage::Export, &ctx.func.signature)
             .map_err(|e| JitError::Codegen(e.to_string()))?;
@@ -281,6 +290,31 @@ impl Jit {
             pool: Mutex::new(Vec::new()),
         })
     }
+}
+
+/// Whether `func` takes the address of a data object (the table of `exp`,
+/// the only one there is).
+fn reads_data(func: &cranelift_codegen::ir::Function) -> bool {
+    func.layout.blocks().any(|block| {
+        func.layout
+            .block_insts(block)
+            .any(|inst| func.dfg.insts[inst].opcode() == cranelift_codegen::ir::Opcode::SymbolValue)
+    })
+}
+
+/// Defines the data object the code of `exp` reads ([`gradlift_lang::exp::DATA`])
+/// in `module`, once per module: the lowering of every function refers to it
+/// by name, so the code and its table are always in the same module.
+fn define_exp_data<M: Module>(module: &mut M) -> Result<(), JitError> {
+    let id = module
+        .declare_data(EXP_TABLE_SYMBOL, Linkage::Local, false, false)
+        .map_err(|e| JitError::Codegen(e.to_string()))?;
+    let mut data = DataDescription::new();
+    data.define(exp_table_bytes().into_boxed_slice());
+    data.set_align(16);
+    module
+        .define_data(id, &data)
+        .map_err(|e| JitError::Codegen(e.to_string()))
 }
 
 /// Owns the module whose memory holds the code; frees it when the last

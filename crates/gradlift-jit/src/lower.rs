@@ -22,7 +22,8 @@ use crate::values::{load, ArrayVal, Shape, Values};
 use crate::JitError;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, Block, BlockArg, FuncRef, InstBuilder, InstructionData, Opcode, Value, ValueDef,
+    types, Block, BlockArg, FuncRef, GlobalValue, InstBuilder, InstructionData, Opcode, Value,
+    ValueDef,
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
 use gradlift_ad::inline::Closed;
@@ -49,6 +50,8 @@ pub(crate) struct Translator<'a, 'f> {
     pub fail: Block,
     /// The imported shims, by [`Libm`] order.
     pub libm: Vec<FuncRef>,
+    /// Where the table of `exp` is.
+    pub exp_table: GlobalValue,
     /// The imported schedule functions of checkpointed loops (start,
     /// next), where the code runs in this process.
     pub runtime: crate::checkpoint::Runtime,
@@ -127,6 +130,7 @@ pub(crate) fn lower_function(
     b: &mut FunctionBuilder,
     closed: &Closed,
     libm: Vec<FuncRef>,
+    exp_table: GlobalValue,
     labels: bool,
     runtime: crate::checkpoint::Runtime,
 ) -> Result<Option<Labels>, JitError> {
@@ -158,6 +162,7 @@ pub(crate) fn lower_function(
         end,
         fail,
         libm,
+        exp_table,
         runtime,
         labels,
         known: Known::default(),
@@ -638,7 +643,7 @@ impl Translator<'_, '_> {
                 }
                 let libm = self.libm.clone();
                 let lookup = move |f: Libm| libm[Libm::ALL.iter().position(|g| *g == f).unwrap()];
-                let v = lower_prim(self.b, &lookup, *p, &xs);
+                let v = lower_prim(self.b, &lookup, self.exp_table, *p, &xs);
                 Ok(match p.info().kind {
                     gradlift_lang::prim::PrimKind::Real => Values::Real(v),
                     _ => Values::Bool(v),

@@ -4,14 +4,18 @@
 //! Arithmetic, `neg`, `sqrt` and `abs` are Cranelift instructions; `min`,
 //! `max` and `sign` are comparisons and `select`s that reproduce
 //! [`Prim::eval_real`] exactly (`min(a, b) = if b < a then b else a`, so a
-//! tie or a NaN keeps the first argument — not `fmin`); the transcendental
-//! functions call the [`Libm`] shims, which are the Rust standard library's
-//! `f64` methods the interpreter uses, so results are bit-identical.
+//! tie or a NaN keeps the first argument — not `fmin`); `exp` is emitted
+//! inline, the operations of [`gradlift_lang::exp::exp`] one by one with its
+//! table as a data object of the module; the other transcendental functions call the
+//! [`Libm`] shims, which are the Rust standard library's `f64` methods the
+//! interpreter uses, so results are bit-identical.
 //! Comparisons give an `i8` condition; `and`, `or`, `not` combine them
 //! (both operands are evaluated, as in the interpreter: they are pure).
 
-use cranelift_codegen::ir::condcodes::FloatCC;
-use cranelift_codegen::ir::{types, FuncRef, InstBuilder, Value};
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{
+    types, BlockArg, FuncRef, GlobalValue, InstBuilder, MemFlagsData, Value,
+};
 use cranelift_frontend::FunctionBuilder;
 use gradlift_lang::Prim;
 
@@ -21,7 +25,6 @@ pub(crate) enum Libm {
     Sin,
     Cos,
     Tan,
-    Exp,
     Log,
     Tanh,
     Pow,
@@ -29,11 +32,10 @@ pub(crate) enum Libm {
 
 impl Libm {
     /// Every shim.
-    pub const ALL: [Libm; 7] = [
+    pub const ALL: [Libm; 6] = [
         Libm::Sin,
         Libm::Cos,
         Libm::Tan,
-        Libm::Exp,
         Libm::Log,
         Libm::Tanh,
         Libm::Pow,
@@ -45,7 +47,6 @@ impl Libm {
             Libm::Sin => "sin",
             Libm::Cos => "cos",
             Libm::Tan => "tan",
-            Libm::Exp => "exp",
             Libm::Log => "log",
             Libm::Tanh => "tanh",
             Libm::Pow => "pow",
@@ -58,7 +59,6 @@ impl Libm {
             Libm::Sin => ("gradlift_sin", 1, shim_sin as *const u8),
             Libm::Cos => ("gradlift_cos", 1, shim_cos as *const u8),
             Libm::Tan => ("gradlift_tan", 1, shim_tan as *const u8),
-            Libm::Exp => ("gradlift_exp", 1, shim_exp as *const u8),
             Libm::Log => ("gradlift_log", 1, shim_log as *const u8),
             Libm::Tanh => ("gradlift_tanh", 1, shim_tanh as *const u8),
             Libm::Pow => ("gradlift_pow", 2, shim_pow as *const u8),
@@ -75,9 +75,6 @@ extern "C" fn shim_cos(x: f64) -> f64 {
 extern "C" fn shim_tan(x: f64) -> f64 {
     x.tan()
 }
-extern "C" fn shim_exp(x: f64) -> f64 {
-    x.exp()
-}
 extern "C" fn shim_log(x: f64) -> f64 {
     x.ln()
 }
@@ -88,11 +85,142 @@ extern "C" fn shim_pow(x: f64, y: f64) -> f64 {
     x.powf(y)
 }
 
+/// The name of the data object holding the table and constants of `exp`
+/// ([`gradlift_lang::exp::DATA`]) in every module.
+pub(crate) const EXP_TABLE_SYMBOL: &str = "gradlift_exp_table";
+
+/// The bytes of that data object (little-endian reals).
+pub(crate) fn exp_table_bytes() -> Vec<u8> {
+    gradlift_lang::exp::DATA
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect()
+}
+
+/// Emits `exp(x)`: the operations of [`gradlift_lang::exp::exp`], in its
+/// order, so the result has the interpreter's bits. The common case (|k|
+/// below [`FAST_K`](gradlift_lang::exp::FAST_K)) runs straight through;
+/// the rest (large, infinite, NaN) in a cold block.
+fn lower_exp(b: &mut FunctionBuilder, table: GlobalValue, x: Value) -> Value {
+    use gradlift_lang::exp as e;
+    let fast = b.create_block();
+    let slow = b.create_block();
+    let join = b.create_block();
+    b.set_cold_block(slow);
+    let result = b.append_block_param(join, REAL);
+    let data = b.ins().symbol_value(types::I64, table);
+    let (shifted, bits, hi, lo) = lower_table_entry(b, data, x);
+    let key = b
+        .ins()
+        .iadd_imm_s(bits, e::FAST_K.wrapping_sub(e::SHIFT.to_bits()) as i64);
+    let small = b
+        .ins()
+        .icmp_imm_s(IntCC::UnsignedLessThan, key, 2 * e::FAST_K as i64);
+    b.ins().brif(small, fast, &[], slow, &[]);
+
+    b.switch_to_block(fast);
+    b.seal_block(fast);
+    let y = lower_times_exp_reduced(b, data, x, shifted, hi, lo);
+    let m = b.ins().ushr_imm_s(bits, e::TABLE_BITS);
+    let biased = b.ins().iadd_imm_s(m, 1023);
+    let field = b.ins().ishl_imm_s(biased, 52);
+    let scale = b.ins().bitcast(REAL, MemFlagsData::new(), field);
+    let y = b.ins().fmul(y, scale);
+    b.ins().jump(join, &[BlockArg::Value(y)]);
+
+    b.switch_to_block(slow);
+    b.seal_block(slow);
+    let (hi_bound, lo_bound) = (b.ins().f64const(e::CLAMP_HI), b.ins().f64const(e::CLAMP_LO));
+    let above = b.ins().fcmp(FloatCC::GreaterThan, x, hi_bound);
+    let x = b.ins().select(above, hi_bound, x);
+    let below = b.ins().fcmp(FloatCC::LessThan, x, lo_bound);
+    let x = b.ins().select(below, lo_bound, x);
+    let (shifted, bits, hi, lo) = lower_table_entry(b, data, x);
+    let mut y = lower_times_exp_reduced(b, data, x, shifted, hi, lo);
+    let k = b
+        .ins()
+        .iadd_imm_s(bits, (e::SHIFT.to_bits() as i64).wrapping_neg());
+    let m = b.ins().sshr_imm_s(k, e::TABLE_BITS);
+    let m1 = b.ins().sshr_imm_s(m, 1);
+    let m2 = b.ins().isub(m, m1);
+    for m in [m1, m2] {
+        let biased = b.ins().iadd_imm_s(m, 1023);
+        let field = b.ins().band_imm_s(biased, 0x7ff);
+        let bits = b.ins().ishl_imm_s(field, 52);
+        let scale = b.ins().bitcast(REAL, MemFlagsData::new(), bits);
+        y = b.ins().fmul(y, scale);
+    }
+    b.ins().jump(join, &[BlockArg::Value(y)]);
+
+    b.switch_to_block(join);
+    b.seal_block(join);
+    result
+}
+
+/// The real at index `at` of [`gradlift_lang::exp::DATA`] (`data` its
+/// address): a read-only load Cranelift can fold into its user.
+fn constant(b: &mut FunctionBuilder, data: Value, at: usize) -> Value {
+    let flags = MemFlagsData::trusted().with_readonly();
+    b.ins().load(REAL, flags, data, (8 * at) as i32)
+}
+
+/// `shifted` = x · N / ln 2 + 1.5 · 2^52 (one fused operation), its bits
+/// (those of 1.5 · 2^52 + k), and the table's pair for k mod N.
+fn lower_table_entry(
+    b: &mut FunctionBuilder,
+    data: Value,
+    x: Value,
+) -> (Value, Value, Value, Value) {
+    use gradlift_lang::exp as e;
+    let inv_step = constant(b, data, e::AT_INV_STEP);
+    let shift = b.ins().f64const(e::SHIFT);
+    let shifted = b.ins().fma(x, inv_step, shift);
+    let bits = b.ins().bitcast(types::I64, MemFlagsData::new(), shifted);
+    let j = b.ins().band_imm_s(bits, (1 << e::TABLE_BITS) - 1);
+    let offset = b.ins().ishl_imm_s(j, 4);
+    let at = b.ins().iadd(data, offset);
+    let flags = MemFlagsData::trusted().with_readonly();
+    let hi = b.ins().load(REAL, flags, at, 0);
+    let lo = b.ins().load(REAL, flags, at, 8);
+    (shifted, bits, hi, lo)
+}
+
+/// `hi + (lo + hi · (e^r − 1))` (`times_exp_reduced` of
+/// [`gradlift_lang::exp`]): the reduction and the polynomial, fused.
+fn lower_times_exp_reduced(
+    b: &mut FunctionBuilder,
+    data: Value,
+    x: Value,
+    shifted: Value,
+    hi: Value,
+    lo: Value,
+) -> Value {
+    use gradlift_lang::exp as e;
+    let shift = b.ins().f64const(e::SHIFT);
+    let kd = b.ins().fsub(shifted, shift);
+    let minus_kd = b.ins().fneg(kd);
+    let step_hi = constant(b, data, e::AT_STEP_HI);
+    let r = b.ins().fma(minus_kd, step_hi, x);
+    let step_lo = constant(b, data, e::AT_STEP_LO);
+    let r = b.ins().fma(minus_kd, step_lo, r);
+    let r2 = b.ins().fmul(r, r);
+    let (c5, c4) = (constant(b, data, e::AT_C5), b.ins().f64const(e::C4));
+    let high = b.ins().fma(r, c5, c4);
+    let (c3, c2) = (constant(b, data, e::AT_C3), b.ins().f64const(e::C2));
+    let low = b.ins().fma(r, c3, c2);
+    let q = b.ins().fma(r2, high, low);
+    let p = b.ins().fma(r2, q, r);
+    let t = b.ins().fma(hi, p, lo);
+    b.ins().fadd(hi, t)
+}
+
 /// Emits primitive `p` applied to `args` (reals, or conditions for the
-/// logical primitives). `libm` gives the imported shims of this function.
+/// logical primitives). `libm` gives the imported shims of this function,
+/// `table` the table of `exp`.
 pub(crate) fn lower_prim(
     b: &mut FunctionBuilder,
     libm: &dyn Fn(Libm) -> FuncRef,
+    table: GlobalValue,
     p: Prim,
     args: &[Value],
 ) -> Value {
@@ -111,7 +239,7 @@ pub(crate) fn lower_prim(
         Prim::Sin => call(b, Libm::Sin),
         Prim::Cos => call(b, Libm::Cos),
         Prim::Tan => call(b, Libm::Tan),
-        Prim::Exp => call(b, Libm::Exp),
+        Prim::Exp => lower_exp(b, table, args[0]),
         Prim::Log => call(b, Libm::Log),
         Prim::Tanh => call(b, Libm::Tanh),
         Prim::Pow => call(b, Libm::Pow),

@@ -12,6 +12,7 @@
 pub mod args;
 pub mod build;
 pub mod deep;
+pub mod exp;
 pub mod interp;
 pub mod lexer;
 pub mod parser;

@@ -187,7 +187,9 @@ impl Prim {
     }
 
     /// Evaluates a real primitive. The semantics is IEEE 754 double
-    /// arithmetic with the C library's functions; `min`/`max` return the first
+    /// arithmetic with the C library's functions, but `exp`, which is
+    /// [`crate::exp::exp`] (the native backends emit the same operations);
+    /// `min`/`max` return the first
     /// argument on ties, `sign(0) = 0` and `sign(nan) = nan`.
     ///
     /// # Panics
@@ -204,7 +206,7 @@ impl Prim {
             (Prim::Sin, &[a]) => a.sin(),
             (Prim::Cos, &[a]) => a.cos(),
             (Prim::Tan, &[a]) => a.tan(),
-            (Prim::Exp, &[a]) => a.exp(),
+            (Prim::Exp, &[a]) => crate::exp::exp(a),
             (Prim::Log, &[a]) => a.ln(),
             (Prim::Sqrt, &[a]) => a.sqrt(),
             (Prim::Tanh, &[a]) => a.tanh(),
