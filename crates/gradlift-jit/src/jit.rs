@@ -221,11 +221,16 @@ impl Jit {
                 .map_err(|e| JitError::Codegen(e.to_string()))?;
             libm.push(module.declare_func_in_func(id, b.func));
         }
-        // The table of `exp`, a data object of the module (`define_exp_data`).
-        let id = module
-            .declare_data(EXP_TABLE_SYMBOL, Linkage::Local, false, false)
-            .map_err(|e| JitError::Codegen(e.to_string()))?;
-        let exp_table = module.declare_data_in_func(id, b.func);
+        // The table of `exp`, a data object of the module (`define_exp_data`),
+        // declared where the function needs it.
+        let exp_table = if uses_exp(&closed.body) {
+            let id = module
+                .declare_data(EXP_TABLE_SYMBOL, Linkage::Local, false, false)
+                .map_err(|e| JitError::Codegen(e.to_string()))?;
+            Some(module.declare_data_in_func(id, b.func))
+        } else {
+            None
+        };
         // The schedule of binomial checkpointing runs in this process's
         // runtime: an object file has none to link against (the printed
         // stages show the imports).
@@ -290,6 +295,19 @@ impl Jit {
             pool: Mutex::new(Vec::new()),
         })
     }
+}
+
+/// Whether `e` applies `exp` anywhere.
+fn uses_exp(e: &gradlift_lang::syntax::Expr) -> bool {
+    use gradlift_lang::syntax::ExprKind;
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        if matches!(e.kind, ExprKind::Prim(gradlift_lang::Prim::Exp, _)) {
+            return true;
+        }
+        stack.extend(e.children());
+    }
+    false
 }
 
 /// Whether `func` takes the address of a data object (the table of `exp`,

@@ -50,8 +50,8 @@ pub(crate) struct Translator<'a, 'f> {
     pub fail: Block,
     /// The imported shims, by [`Libm`] order.
     pub libm: Vec<FuncRef>,
-    /// Where the table of `exp` is.
-    pub exp_table: GlobalValue,
+    /// Where the table of `exp` is (declared when the function uses it).
+    pub exp_table: Option<GlobalValue>,
     /// The imported schedule functions of checkpointed loops (start,
     /// next), where the code runs in this process.
     pub runtime: crate::checkpoint::Runtime,
@@ -130,7 +130,7 @@ pub(crate) fn lower_function(
     b: &mut FunctionBuilder,
     closed: &Closed,
     libm: Vec<FuncRef>,
-    exp_table: GlobalValue,
+    exp_table: Option<GlobalValue>,
     labels: bool,
     runtime: crate::checkpoint::Runtime,
 ) -> Result<Option<Labels>, JitError> {
@@ -643,7 +643,13 @@ impl Translator<'_, '_> {
                 }
                 let libm = self.libm.clone();
                 let lookup = move |f: Libm| libm[Libm::ALL.iter().position(|g| *g == f).unwrap()];
-                let v = lower_prim(self.b, &lookup, self.exp_table, *p, &xs);
+                let table = match (p, self.exp_table) {
+                    (gradlift_lang::Prim::Exp, None) => {
+                        return Err(JitError::Internal("`exp` without its table".into()))
+                    }
+                    (_, table) => table,
+                };
+                let v = lower_prim(self.b, &lookup, table, *p, &xs);
                 Ok(match p.info().kind {
                     gradlift_lang::prim::PrimKind::Real => Values::Real(v),
                     _ => Values::Bool(v),

@@ -216,11 +216,11 @@ fn lower_times_exp_reduced(
 
 /// Emits primitive `p` applied to `args` (reals, or conditions for the
 /// logical primitives). `libm` gives the imported shims of this function,
-/// `table` the table of `exp`.
+/// `table` the table of `exp` (present when `p` is `exp`).
 pub(crate) fn lower_prim(
     b: &mut FunctionBuilder,
     libm: &dyn Fn(Libm) -> FuncRef,
-    table: GlobalValue,
+    table: Option<GlobalValue>,
     p: Prim,
     args: &[Value],
 ) -> Value {
@@ -239,7 +239,10 @@ pub(crate) fn lower_prim(
         Prim::Sin => call(b, Libm::Sin),
         Prim::Cos => call(b, Libm::Cos),
         Prim::Tan => call(b, Libm::Tan),
-        Prim::Exp => lower_exp(b, table, args[0]),
+        Prim::Exp => match table {
+            Some(table) => lower_exp(b, table, args[0]),
+            None => unreachable!("the caller declares the table of `exp`"),
+        },
         Prim::Log => call(b, Libm::Log),
         Prim::Tanh => call(b, Libm::Tanh),
         Prim::Pow => call(b, Libm::Pow),
