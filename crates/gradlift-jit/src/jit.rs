@@ -145,9 +145,9 @@ impl Jit {
 
     /// A relocatable object file (ELF on Linux targets) defining each of
     /// `functions` as an exported symbol of its name with the ABI of
-    /// `docs/abi.md`. The transcendental functions but `exp` (inline, with
-    /// its table as a local data object) are imported as the C library's
-    /// `sin`, `cos`, `tan`, `log`, `tanh`, `pow` (link with `-lm`).
+    /// `docs/abi.md`. The transcendental functions but `exp` and `tanh`
+    /// (inline, with their table as a local data object) are imported as
+    /// the C library's `sin`, `cos`, `tan`, `log`, `pow` (link with `-lm`).
     pub fn object(&self, functions: &[&Closed]) -> Result<Vec<u8>, JitError> {
         let mut module = self.object_module()?;
         define_exp_data(&mut module)?;
@@ -221,7 +221,7 @@ impl Jit {
                 .map_err(|e| JitError::Codegen(e.to_string()))?;
             libm.push(module.declare_func_in_func(id, b.func));
         }
-        // The table of `exp`, a data object of the module (`define_exp_data`),
+        // The table of `exp` and `tanh`, a data object of the module (`define_exp_data`),
         // declared where the function needs it.
         let exp_table = if uses_exp(&closed.body) {
             let id = module
@@ -297,12 +297,13 @@ impl Jit {
     }
 }
 
-/// Whether `e` applies `exp` anywhere.
+/// Whether `e` applies `exp` or `tanh` anywhere (they read the table).
 fn uses_exp(e: &gradlift_lang::syntax::Expr) -> bool {
     use gradlift_lang::syntax::ExprKind;
+    use gradlift_lang::Prim;
     let mut stack = vec![e];
     while let Some(e) = stack.pop() {
-        if matches!(e.kind, ExprKind::Prim(gradlift_lang::Prim::Exp, _)) {
+        if matches!(e.kind, ExprKind::Prim(Prim::Exp | Prim::Tanh, _)) {
             return true;
         }
         stack.extend(e.children());
@@ -310,7 +311,7 @@ fn uses_exp(e: &gradlift_lang::syntax::Expr) -> bool {
     false
 }
 
-/// Whether `func` takes the address of a data object (the table of `exp`,
+/// Whether `func` takes the address of a data object (the table of `exp` and `tanh`,
 /// the only one there is).
 fn reads_data(func: &cranelift_codegen::ir::Function) -> bool {
     func.layout.blocks().any(|block| {

@@ -50,7 +50,8 @@ pub(crate) struct Translator<'a, 'f> {
     pub fail: Block,
     /// The imported shims, by [`Libm`] order.
     pub libm: Vec<FuncRef>,
-    /// Where the table of `exp` is (declared when the function uses it).
+    /// Where the table of `exp` and `tanh` is (declared when the function
+    /// uses either).
     pub exp_table: Option<GlobalValue>,
     /// The imported schedule functions of checkpointed loops (start,
     /// next), where the code runs in this process.
@@ -644,8 +645,8 @@ impl Translator<'_, '_> {
                 let libm = self.libm.clone();
                 let lookup = move |f: Libm| libm[Libm::ALL.iter().position(|g| *g == f).unwrap()];
                 let table = match (p, self.exp_table) {
-                    (gradlift_lang::Prim::Exp, None) => {
-                        return Err(JitError::Internal("`exp` without its table".into()))
+                    (gradlift_lang::Prim::Exp | gradlift_lang::Prim::Tanh, None) => {
+                        return Err(JitError::Internal(format!("`{p}` without its table")))
                     }
                     (_, table) => table,
                 };

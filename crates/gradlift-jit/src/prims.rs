@@ -4,9 +4,10 @@
 //! Arithmetic, `neg`, `sqrt` and `abs` are Cranelift instructions; `min`,
 //! `max` and `sign` are comparisons and `select`s that reproduce
 //! [`Prim::eval_real`] exactly (`min(a, b) = if b < a then b else a`, so a
-//! tie or a NaN keeps the first argument — not `fmin`); `exp` is emitted
-//! inline, the operations of [`gradlift_lang::exp::exp`] one by one with its
-//! table as a data object of the module; the other transcendental functions call the
+//! tie or a NaN keeps the first argument — not `fmin`); `exp` and `tanh`
+//! are emitted inline, the operations of [`gradlift_lang::exp::exp`] and
+//! [`gradlift_lang::exp::tanh`] one by one with their table as a data object
+//! of the module; the other transcendental functions call the
 //! [`Libm`] shims, which are the Rust standard library's `f64` methods the
 //! interpreter uses, so results are bit-identical.
 //! Comparisons give an `i8` condition; `and`, `or`, `not` combine them
@@ -26,20 +27,12 @@ pub(crate) enum Libm {
     Cos,
     Tan,
     Log,
-    Tanh,
     Pow,
 }
 
 impl Libm {
     /// Every shim.
-    pub const ALL: [Libm; 6] = [
-        Libm::Sin,
-        Libm::Cos,
-        Libm::Tan,
-        Libm::Log,
-        Libm::Tanh,
-        Libm::Pow,
-    ];
+    pub const ALL: [Libm; 5] = [Libm::Sin, Libm::Cos, Libm::Tan, Libm::Log, Libm::Pow];
 
     /// The C library's function it computes (imported by object files).
     pub fn c_name(self) -> &'static str {
@@ -48,7 +41,6 @@ impl Libm {
             Libm::Cos => "cos",
             Libm::Tan => "tan",
             Libm::Log => "log",
-            Libm::Tanh => "tanh",
             Libm::Pow => "pow",
         }
     }
@@ -60,7 +52,6 @@ impl Libm {
             Libm::Cos => ("gradlift_cos", 1, shim_cos as *const u8),
             Libm::Tan => ("gradlift_tan", 1, shim_tan as *const u8),
             Libm::Log => ("gradlift_log", 1, shim_log as *const u8),
-            Libm::Tanh => ("gradlift_tanh", 1, shim_tanh as *const u8),
             Libm::Pow => ("gradlift_pow", 2, shim_pow as *const u8),
         }
     }
@@ -77,9 +68,6 @@ extern "C" fn shim_tan(x: f64) -> f64 {
 }
 extern "C" fn shim_log(x: f64) -> f64 {
     x.ln()
-}
-extern "C" fn shim_tanh(x: f64) -> f64 {
-    x.tanh()
 }
 extern "C" fn shim_pow(x: f64, y: f64) -> f64 {
     x.powf(y)
@@ -186,7 +174,7 @@ fn lower_table_entry(
 }
 
 /// `hi + (lo + hi · (e^r − 1))` (`times_exp_reduced` of
-/// [`gradlift_lang::exp`]): the reduction and the polynomial, fused.
+/// [`gradlift_lang::exp`]).
 fn lower_times_exp_reduced(
     b: &mut FunctionBuilder,
     data: Value,
@@ -195,6 +183,14 @@ fn lower_times_exp_reduced(
     hi: Value,
     lo: Value,
 ) -> Value {
+    let p = lower_expm1_reduced(b, data, x, shifted);
+    let t = b.ins().fma(hi, p, lo);
+    b.ins().fadd(hi, t)
+}
+
+/// e^r − 1 (`expm1_reduced` of [`gradlift_lang::exp`]): the reduction and
+/// the polynomial, fused.
+fn lower_expm1_reduced(b: &mut FunctionBuilder, data: Value, x: Value, shifted: Value) -> Value {
     use gradlift_lang::exp as e;
     let shift = b.ins().f64const(e::SHIFT);
     let kd = b.ins().fsub(shifted, shift);
@@ -209,9 +205,52 @@ fn lower_times_exp_reduced(
     let (c3, c2) = (constant(b, data, e::AT_C3), b.ins().f64const(e::C2));
     let low = b.ins().fma(r, c3, c2);
     let q = b.ins().fma(r2, high, low);
-    let p = b.ins().fma(r2, q, r);
-    let t = b.ins().fma(hi, p, lo);
-    b.ins().fadd(hi, t)
+    b.ins().fma(r2, q, r)
+}
+
+/// Emits `tanh(x)`: the operations of [`gradlift_lang::exp::tanh`], in its
+/// order. |x| below [`TANH_BOUND`](gradlift_lang::exp::TANH_BOUND) runs
+/// straight through; the rest (±1, or NaN) is a `select`.
+fn lower_tanh(b: &mut FunctionBuilder, table: GlobalValue, x: Value) -> Value {
+    use gradlift_lang::exp as e;
+    let inside = b.create_block();
+    let join = b.create_block();
+    let result = b.append_block_param(join, REAL);
+    let a = b.ins().fabs(x);
+    let bound = b.ins().f64const(e::TANH_BOUND);
+    let small = b.ins().fcmp(FloatCC::GreaterThan, bound, a);
+    // Outside: ±1 at and past the bound, x itself for NaN.
+    let one = b.ins().f64const(1.0);
+    let unit = b.ins().fcopysign(one, x);
+    let large = b.ins().fcmp(FloatCC::GreaterThanOrEqual, a, bound);
+    let outside = b.ins().select(large, unit, x);
+    b.ins()
+        .brif(small, inside, &[], join, &[BlockArg::Value(outside)]);
+
+    b.switch_to_block(inside);
+    b.seal_block(inside);
+    let data = b.ins().symbol_value(types::I64, table);
+    let y = b.ins().fadd(a, a);
+    let (shifted, bits, hi, lo) = lower_table_entry(b, data, y);
+    let m = b.ins().ushr_imm_s(bits, e::TABLE_BITS);
+    let biased = b.ins().iadd_imm_s(m, 1023);
+    let field = b.ins().ishl_imm_s(biased, 52);
+    let scale = b.ins().bitcast(REAL, MemFlagsData::new(), field);
+    let hi = b.ins().fmul(hi, scale);
+    let lo = b.ins().fmul(lo, scale);
+    let p = lower_expm1_reduced(b, data, y, shifted);
+    let minus_one = b.ins().fsub(hi, one);
+    let correction = b.ins().fma(hi, p, lo);
+    let t = b.ins().fadd(minus_one, correction);
+    let two = b.ins().f64const(2.0);
+    let denominator = b.ins().fadd(t, two);
+    let quotient = b.ins().fdiv(t, denominator);
+    let signed = b.ins().fcopysign(quotient, x);
+    b.ins().jump(join, &[BlockArg::Value(signed)]);
+
+    b.switch_to_block(join);
+    b.seal_block(join);
+    result
 }
 
 /// Emits primitive `p` applied to `args` (reals, or conditions for the
@@ -244,7 +283,10 @@ pub(crate) fn lower_prim(
             None => unreachable!("the caller declares the table of `exp`"),
         },
         Prim::Log => call(b, Libm::Log),
-        Prim::Tanh => call(b, Libm::Tanh),
+        Prim::Tanh => match table {
+            Some(table) => lower_tanh(b, table, args[0]),
+            None => unreachable!("the caller declares the table of `tanh`"),
+        },
         Prim::Pow => call(b, Libm::Pow),
         Prim::Min => {
             let (a, c) = (args[0], args[1]);

@@ -1,6 +1,8 @@
-//! `exp` is emitted inline: its native code must give the bits of the
-//! interpreter's [`gradlift_lang::exp::exp`] on every input, and both stay
-//! within one unit in the last place of the C library's `exp`.
+//! `exp` and `tanh` are emitted inline: their native code must give the
+//! bits of the interpreter's [`gradlift_lang::exp::exp`] and
+//! [`gradlift_lang::exp::tanh`] on every input, and stay within one unit
+//! (`exp`) or three (`tanh`, the C library's own being two off at worst) in
+//! the last place of the C library's.
 
 use gradlift_ad::inline::inline;
 use gradlift_jit::Jit;
@@ -53,18 +55,18 @@ fn inputs() -> Vec<f64> {
     xs
 }
 
-#[test]
-fn native_exp_has_the_interpreters_bits() {
-    let source = "def f(x: [R; n]) -> [R; n] = map (v. exp(v)) x";
-    let checked = check_source("<test>", source).unwrap();
+/// Compiles `map (v. NAME(v)) x` and checks it against the interpreter
+/// (bit for bit), `ours` and the C library's `libc` (within `units`).
+fn agrees(name: &str, ours: fn(f64) -> f64, libc: fn(f64) -> f64, units: u64, xs: &[f64]) {
+    let source = format!("def f(x: [R; n]) -> [R; n] = map (v. {name}(v)) x");
+    let checked = check_source("<test>", &source).unwrap();
     let compiled = Jit::new()
         .unwrap()
         .verify(true)
         .compile(&inline(&checked, 0))
         .unwrap();
-    let xs = inputs();
-    let got = compiled.call(&[Value::reals(&xs)]).unwrap();
-    let want = interp::call(&checked, 0, &[Value::reals(&xs)]).unwrap();
+    let got = compiled.call(&[Value::reals(xs)]).unwrap();
+    let want = interp::call(&checked, 0, &[Value::reals(xs)]).unwrap();
     let (Value::Array(got), Value::Array(want)) = (got, want) else {
         panic!("arrays expected");
     };
@@ -74,27 +76,47 @@ fn native_exp_has_the_interpreters_bits() {
         };
         assert!(
             g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
-            "exp({x:e}): native {g:e}, interpreter {w:e}"
+            "{name}({x:e}): native {g:e}, interpreter {w:e}"
         );
-        assert_eq!(w.to_bits(), gradlift_lang::exp::exp(*x).to_bits());
-        let libc = x.exp();
-        if libc.is_nan() {
-            assert!(g.is_nan(), "exp({x:e}) = {g:e}");
+        assert_eq!(w.to_bits(), ours(*x).to_bits());
+        let reference = libc(*x);
+        if reference.is_nan() {
+            assert!(g.is_nan(), "{name}({x:e}) = {g:e}");
         } else {
-            let ulps = (g.to_bits() as i64 - libc.to_bits() as i64).unsigned_abs();
-            assert!(ulps <= 1, "exp({x:e}): native {g:e}, C library {libc:e}");
+            let off = (g.to_bits() as i64 - reference.to_bits() as i64).unsigned_abs();
+            assert!(
+                off <= units,
+                "{name}({x:e}): native {g:e}, C library {reference:e}"
+            );
         }
     }
 }
 
 #[test]
+fn native_exp_has_the_interpreters_bits() {
+    agrees("exp", gradlift_lang::exp::exp, f64::exp, 1, &inputs());
+}
+
+#[test]
+fn native_tanh_has_the_interpreters_bits() {
+    // The same sweep scaled to where tanh is not ±1, and the bound.
+    let mut xs: Vec<f64> = inputs().iter().map(|x| x / 30.0).collect();
+    for i in -40..=40 {
+        xs.push(22.0 + i as f64 * 1e-3);
+        xs.push(-22.0 + i as f64 * 1e-3);
+    }
+    xs.extend([5e-324, -5e-324, 1e-300, 1e-9, -0.0, 0.0]);
+    agrees("tanh", gradlift_lang::exp::tanh, f64::tanh, 3, &xs);
+}
+
+#[test]
 fn exp_in_folds_and_branches_agrees_with_the_interpreter() {
-    // In a fold's step, in one side of a branch, nested, and next to a call
-    // of the C library. (Gradients with `exp` run in the examples' tests:
+    // In a fold's step, in one side of a branch (with `tanh`), nested, and
+    // next to a call of the C library. (Gradients with `exp` run in the examples' tests:
     // logsumexp, logistic regression.)
     let source = "def f(x: [R; n], v: R) -> R =
       let s = foldl (acc, a. acc + exp(a - v)) 0 x in
-      let t = if v > 0 then exp(v) * exp(-v) else log(1 + exp(v)) in
+      let t = if v > 0 then exp(v) * tanh(-v) else log(1 + exp(v)) in
       s * t + reduce (+) 0 (map (a. exp(exp(a) - 3)) x)";
     let checked = check_source("<test>", source).unwrap();
     let jit = Jit::new().unwrap().verify(true);

@@ -1,7 +1,8 @@
-//! gradlift's `exp`: one sequence of `f64` and integer operations that the
-//! interpreter runs here and the native backend emits inline, instruction
-//! for instruction, so both give the same bits on every input (with no call
-//! into the C library in generated loops).
+//! gradlift's `exp` and `tanh`: sequences of `f64` and integer operations
+//! that the interpreter runs here and the native backend emits inline,
+//! instruction for instruction, so both give the same bits on every input
+//! (with no call into the C library in generated loops). `tanh` is built on
+//! the reduction of `exp` ([`tanh`]).
 //!
 //! The method is the classic table-driven reduction. With N = 128 and
 //! k = round(x · N / ln 2), the remainder r = x − k · ln 2 / N lies in
@@ -125,14 +126,55 @@ pub fn exp(x: f64) -> f64 {
 /// (hi + lo) · e^r for r = x − k · ln 2 / N, given `shifted` = x · N / ln 2
 /// + SHIFT: `hi + (lo + hi · p)` with p = e^r − 1.
 fn times_exp_reduced(x: f64, shifted: f64, hi: f64, lo: f64) -> f64 {
+    let p = expm1_reduced(x, shifted);
+    hi + hi.mul_add(p, lo)
+}
+
+/// e^r − 1 for r = x − k · ln 2 / N, given `shifted` = x · N / ln 2 + SHIFT.
+fn expm1_reduced(x: f64, shifted: f64) -> f64 {
     let kd = shifted - SHIFT;
     let r = (-kd).mul_add(STEP_HI, x);
     let r = (-kd).mul_add(STEP_LO, r);
     // Estrin's scheme: a shorter chain of dependent operations than Horner's.
     let r2 = r * r;
     let q = r2.mul_add(r.mul_add(C5, C4), r.mul_add(C3, C2));
-    let p = r2.mul_add(q, r);
-    hi + hi.mul_add(p, lo)
+    r2.mul_add(q, r)
+}
+
+/// From this magnitude on, `tanh` is ±1 (1 − tanh(22) is below 2^−63).
+pub const TANH_BOUND: f64 = 22.0;
+
+/// tanh(x) = t / (t + 2) with t = e^(2|x|) − 1, the sign of x: gradlift's
+/// own, from the reduction and table of [`exp`] (so the native backend
+/// emits it inline, as for `exp`). e^y − 1 for y in [0, 44) is
+/// (hi·2^m − 1) + (lo·2^m + hi·2^m · p): the first difference is exact
+/// (hi·2^m ≥ 1 has no bits below 2^−52 · 2^m), so nothing cancels near 0.
+/// Within two units in the last place of the exact value (the tests
+/// compare with the C library's `tanh`); tanh(±0) = ±0, NaN stays NaN.
+/// The native backend's lowering (`gradlift-jit`, `prims.rs`) emits these
+/// operations in this order; change both together.
+pub fn tanh(x: f64) -> f64 {
+    let a = x.abs();
+    if a < TANH_BOUND {
+        let t = expm1_small(a + a);
+        (t / (t + 2.0)).copysign(x)
+    } else if a >= TANH_BOUND {
+        1f64.copysign(x)
+    } else {
+        x
+    }
+}
+
+/// e^y − 1 for y in [0, 2 · TANH_BOUND).
+fn expm1_small(y: f64) -> f64 {
+    let shifted = y.mul_add(INV_STEP, SHIFT);
+    let bits = shifted.to_bits();
+    let j = (bits & ((1 << TABLE_BITS) - 1)) as usize;
+    // 2^(k div N), k ≥ 0 and below 2^13: exact products.
+    let scale = f64::from_bits(((bits >> TABLE_BITS).wrapping_add(1023)) << 52);
+    let (hi, lo) = (TABLE[2 * j] * scale, TABLE[2 * j + 1] * scale);
+    let p = expm1_reduced(y, shifted);
+    (hi - 1.0) + hi.mul_add(p, lo)
 }
 
 /// 2^e for e in [−1022, 1023]; other values (only from NaN inputs) give
@@ -200,6 +242,61 @@ mod tests {
             let x = j as f64 * (std::f64::consts::LN_2 / 128.0);
             assert!(ulps(exp(x), (j as f64 / 128.0).exp2()) <= 1, "j = {j}");
         }
+    }
+
+    #[test]
+    fn tanh_within_three_units_of_the_c_library() {
+        for x in inputs()
+            .map(|x| x / 20.0)
+            .chain((0..2000).map(|i| i as f64 * 0.0125 - 12.5))
+        {
+            let (ours, libc) = (tanh(x), x.tanh());
+            let d = ulps(ours, libc);
+            // Both err by up to two units (see `against_exact_values`), in
+            // different places: a third of these results differ by one.
+            assert!(d <= 3, "tanh({x:e}) = {ours:e}, C library {libc:e}");
+        }
+        assert_eq!(tanh(0.0).to_bits(), 0f64.to_bits());
+        assert_eq!(tanh(-0.0).to_bits(), (-0f64).to_bits());
+        assert_eq!(tanh(5e-324).to_bits(), 5e-324f64.to_bits());
+        assert_eq!(tanh(-1e-300), -1e-300);
+        assert_eq!(tanh(1e-10), 1e-10f64.tanh());
+        assert_eq!(tanh(TANH_BOUND), 1.0);
+        assert_eq!(tanh(-21.99), -1.0);
+        assert_eq!(tanh(f64::INFINITY), 1.0);
+        assert_eq!(tanh(f64::NEG_INFINITY), -1.0);
+        assert_eq!(tanh(-1e300), -1.0);
+        assert!(tanh(f64::NAN).is_nan());
+        // Odd, exactly.
+        for x in [1e-5, 0.1, 0.5, 0.9, 1.0, 3.0, 10.0, 21.0] {
+            assert_eq!(tanh(-x).to_bits(), (-tanh(x)).to_bits());
+        }
+    }
+
+    /// Against values correctly rounded from 50-digit arithmetic
+    /// (`tools/reference.py`): the largest error of each function, ours
+    /// and the C library's.
+    #[test]
+    fn against_exact_values() {
+        let text = include_str!("../tests/data/exp_tanh_reference.txt");
+        let hex = |w: &str| f64::from_bits(u64::from_str_radix(w, 16).unwrap());
+        let (mut exp_worst, mut tanh_worst, mut libc_worst) = (0, 0, [0, 0]);
+        let mut lines = 0;
+        for line in text.lines() {
+            let words: Vec<&str> = line.split(' ').collect();
+            let (x, want) = (hex(words[1]), hex(words[2]));
+            let (ours, libc, worst, slot) = match words[0] {
+                "exp" => (exp(x), x.exp(), &mut exp_worst, 0),
+                _ => (tanh(x), x.tanh(), &mut tanh_worst, 1),
+            };
+            *worst = (*worst).max(ulps(ours, want));
+            libc_worst[slot] = libc_worst[slot].max(ulps(libc, want));
+            lines += 1;
+        }
+        assert!(lines > 6000);
+        eprintln!("worst: exp {exp_worst}, tanh {tanh_worst}; C library {libc_worst:?}");
+        assert!(exp_worst <= 1, "exp is off by {exp_worst} units");
+        assert!(tanh_worst <= 2, "tanh is off by {tanh_worst} units");
     }
 
     #[test]

@@ -187,8 +187,9 @@ impl Prim {
     }
 
     /// Evaluates a real primitive. The semantics is IEEE 754 double
-    /// arithmetic with the C library's functions, but `exp`, which is
-    /// [`crate::exp::exp`] (the native backends emit the same operations);
+    /// arithmetic with the C library's functions, but `exp` and `tanh`,
+    /// which are [`crate::exp::exp`] and [`crate::exp::tanh`] (the native
+    /// backends emit the same operations);
     /// `min`/`max` return the first
     /// argument on ties, `sign(0) = 0` and `sign(nan) = nan`.
     ///
@@ -209,7 +210,7 @@ impl Prim {
             (Prim::Exp, &[a]) => crate::exp::exp(a),
             (Prim::Log, &[a]) => a.ln(),
             (Prim::Sqrt, &[a]) => a.sqrt(),
-            (Prim::Tanh, &[a]) => a.tanh(),
+            (Prim::Tanh, &[a]) => crate::exp::tanh(a),
             (Prim::Abs, &[a]) => a.abs(),
             (Prim::Sign, &[a]) => {
                 if a > 0.0 {
