@@ -2090,7 +2090,8 @@ const MAX_SELECT_NODES: u32 = 6;
 
 /// Whether `e` is at most [`MAX_SELECT_NODES`] constants, variables,
 /// projections and primitives that are instructions (not library calls, nor
-/// `exp`'s inline sequence with its own branch): cheap, and it cannot fail.
+/// the inline sequences of `exp` and `tanh` with their own branches): cheap,
+/// and it cannot fail.
 fn cheap_branch(e: &Expr, nodes: &mut u32) -> bool {
     *nodes += 1;
     if *nodes > MAX_SELECT_NODES {

@@ -182,6 +182,10 @@ impl Jit {
         for (name, ptr) in crate::checkpoint::RUNTIME {
             builder.symbol(name, ptr);
         }
+        builder.symbol(
+            EXP_TABLE_SYMBOL,
+            gradlift_lang::exp::DATA.as_ptr() as *const u8,
+        );
         JITModule::new(builder)
     }
 
@@ -221,11 +225,20 @@ impl Jit {
                 .map_err(|e| JitError::Codegen(e.to_string()))?;
             libm.push(module.declare_func_in_func(id, b.func));
         }
-        // The table of `exp` and `tanh`, a data object of the module (`define_exp_data`),
-        // declared where the function needs it.
+        // The table of `exp` and `tanh`, declared where the function uses
+        // either. The JIT's code reads this process's own: an import, which
+        // it reaches by a 64-bit absolute address (no relocation has to
+        // reach from the code to a data object that may be mapped far from
+        // it). An object file carries it as a local data object
+        // (`define_exp_data`).
         let exp_table = if uses_exp(&closed.body) {
+            let linkage = if c_names {
+                Linkage::Local
+            } else {
+                Linkage::Import
+            };
             let id = module
-                .declare_data(EXP_TABLE_SYMBOL, Linkage::Local, false, false)
+                .declare_data(EXP_TABLE_SYMBOL, linkage, false, false)
                 .map_err(|e| JitError::Codegen(e.to_string()))?;
             Some(module.declare_data_in_func(id, b.func))
         } else {
@@ -267,9 +280,6 @@ impl Jit {
         }
         let mut module = self.module();
         let (mut ctx, _) = self.lower(&mut module, closed, false, false, true)?;
-        if reads_data(&ctx.func) {
-            define_exp_data(&mut module)?;
-        }
         let id = module
             .declare_function(&closed.name, Linkage::Export, &ctx.func.signature)
             .map_err(|e| JitError::Codegen(e.to_string()))?;
@@ -311,19 +321,10 @@ fn uses_exp(e: &gradlift_lang::syntax::Expr) -> bool {
     false
 }
 
-/// Whether `func` takes the address of a data object (the table of `exp` and `tanh`,
-/// the only one there is).
-fn reads_data(func: &cranelift_codegen::ir::Function) -> bool {
-    func.layout.blocks().any(|block| {
-        func.layout
-            .block_insts(block)
-            .any(|inst| func.dfg.insts[inst].opcode() == cranelift_codegen::ir::Opcode::SymbolValue)
-    })
-}
-
-/// Defines the data object the code of `exp` reads ([`gradlift_lang::exp::DATA`])
-/// in `module`, once per module: the lowering of every function refers to it
-/// by name, so the code and its table are always in the same module.
+/// Defines the data object the code of `exp` and `tanh` reads in an object
+/// file ([`gradlift_lang::exp::DATA`]), once per module: the functions that
+/// use either refer to it by name, so the code and its table travel
+/// together.
 fn define_exp_data<M: Module>(module: &mut M) -> Result<(), JitError> {
     let id = module
         .declare_data(EXP_TABLE_SYMBOL, Linkage::Local, false, false)

@@ -6,8 +6,8 @@
 //! [`Prim::eval_real`] exactly (`min(a, b) = if b < a then b else a`, so a
 //! tie or a NaN keeps the first argument — not `fmin`); `exp` and `tanh`
 //! are emitted inline, the operations of [`gradlift_lang::exp::exp`] and
-//! [`gradlift_lang::exp::tanh`] one by one with their table as a data object
-//! of the module; the other transcendental functions call the
+//! [`gradlift_lang::exp::tanh`] one by one with their table (the process's
+//! own for the JIT, a data object in object files); the other transcendental functions call the
 //! [`Libm`] shims, which are the Rust standard library's `f64` methods the
 //! interpreter uses, so results are bit-identical.
 //! Comparisons give an `i8` condition; `and`, `or`, `not` combine them
@@ -73,8 +73,9 @@ extern "C" fn shim_pow(x: f64, y: f64) -> f64 {
     x.powf(y)
 }
 
-/// The name of the data object holding the table and constants of `exp`
-/// ([`gradlift_lang::exp::DATA`]) in every module.
+/// The symbol of the table and constants of `exp` and `tanh`
+/// ([`gradlift_lang::exp::DATA`]): imported by the JIT's code (the
+/// process's own), a local data object of object files.
 pub(crate) const EXP_TABLE_SYMBOL: &str = "gradlift_exp_table";
 
 /// The bytes of that data object (little-endian reals).
@@ -255,7 +256,7 @@ fn lower_tanh(b: &mut FunctionBuilder, table: GlobalValue, x: Value) -> Value {
 
 /// Emits primitive `p` applied to `args` (reals, or conditions for the
 /// logical primitives). `libm` gives the imported shims of this function,
-/// `table` the table of `exp` (present when `p` is `exp`).
+/// `table` the table of `exp` and `tanh` (present when `p` is either).
 pub(crate) fn lower_prim(
     b: &mut FunctionBuilder,
     libm: &dyn Fn(Libm) -> FuncRef,

@@ -1,8 +1,8 @@
 //! `exp` and `tanh` are emitted inline: their native code must give the
 //! bits of the interpreter's [`gradlift_lang::exp::exp`] and
 //! [`gradlift_lang::exp::tanh`] on every input, and stay within one unit
-//! (`exp`) or three (`tanh`, the C library's own being two off at worst) in
-//! the last place of the C library's.
+//! (`exp`) or three (`tanh`: ours is within three units of the exact value,
+//! the C library's within two) in the last place of the C library's.
 
 use gradlift_ad::inline::inline;
 use gradlift_jit::Jit;

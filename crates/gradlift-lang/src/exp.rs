@@ -1,7 +1,8 @@
 //! gradlift's `exp` and `tanh`: sequences of `f64` and integer operations
 //! that the interpreter runs here and the native backend emits inline,
 //! instruction for instruction, so both give the same bits on every input
-//! (with no call into the C library in generated loops). `tanh` is built on
+//! (a NaN result is NaN in both, its payload left to the hardware), with no
+//! call into the C library in generated loops. `tanh` is built on
 //! the reduction of `exp` ([`tanh`]).
 //!
 //! The method is the classic table-driven reduction. With N = 128 and
@@ -15,7 +16,7 @@
 //! `k` is rounded by adding and subtracting 1.5 · 2^52 (which leaves k in
 //! the low bits of the sum); `k · ln 2 / N` is taken off in two parts, the
 //! first exact; `exp(r) − 1` is its Taylor polynomial of degree 5 (the
-//! first term left out, r⁶/720, is below 2^−62), evaluated by Estrin's
+//! first term left out, r⁶/720, is below 2^−60), evaluated by Estrin's
 //! scheme; 2^(j/N) comes from a table of pairs (nearest double, the nearest
 //! double to the rest) computed by `tools/exp_table.py`. Products and sums
 //! are fused (`mul_add`, one rounding, which every target computes the
@@ -25,7 +26,7 @@
 //! it against the C library's `exp`, which it differs from, by one unit, on
 //! about one input in a thousand.
 //!
-//! For |k| < [`FAST_K`] (|x| below about 703.9) the power of two is built
+//! For −[`FAST_K`] ≤ k < `FAST_K` (|x| below about 704.0) the power of two is built
 //! in the exponent field and multiplied in, exactly. Other inputs are first
 //! clamped to [−746, 710], outside of which the result is 0 or +∞ anyway,
 //! and scaled by two products, so that neither overflows before the result
@@ -57,8 +58,8 @@ pub const C4: f64 = 1.0 / 24.0;
 /// The Taylor coefficient 1/5!.
 pub const C5: f64 = 1.0 / 120.0;
 
-/// The common case: |k| below this (|x| below about 703.9), where e^x and
-/// 2^(k div N) are normal numbers.
+/// The common case: −FAST_K ≤ k < FAST_K (|x| below about 704.0), where
+/// e^x and 2^(k div N) are normal numbers.
 pub const FAST_K: u64 = 130_000;
 
 /// Where the native code finds the table and the constants it multiplies
@@ -141,16 +142,22 @@ fn expm1_reduced(x: f64, shifted: f64) -> f64 {
     r2.mul_add(q, r)
 }
 
-/// From this magnitude on, `tanh` is ±1 (1 − tanh(22) is below 2^−63).
+/// From this magnitude on, `tanh` is ±1 (1 − tanh(22) is below 2^−62;
+/// tanh rounds to 1 from about 19.06 on).
 pub const TANH_BOUND: f64 = 22.0;
 
 /// tanh(x) = t / (t + 2) with t = e^(2|x|) − 1, the sign of x: gradlift's
 /// own, from the reduction and table of [`exp`] (so the native backend
 /// emits it inline, as for `exp`). e^y − 1 for y in [0, 44) is
 /// (hi·2^m − 1) + (lo·2^m + hi·2^m · p): the first difference is exact
-/// (hi·2^m ≥ 1 has no bits below 2^−52 · 2^m), so nothing cancels near 0.
-/// Within two units in the last place of the exact value (the tests
-/// compare with the C library's `tanh`); tanh(±0) = ±0, NaN stays NaN.
+/// for m ≤ 52 (hi·2^m ≥ 1 has no bits below 2^−52 · 2^m), so nothing
+/// cancels near 0; past that (|x| above about 18.4) it rounds, where the
+/// result is 1 − 2^−53 or 1 anyway. Within three units in the last place
+/// of the exact value (the C library's is within two; this one reaches
+/// three just below powers of two, where t sits at the bottom of its
+/// binade and the quotient at the top — the tests hold it to that against
+/// correctly rounded values); tanh(±0) = ±0, NaN stays NaN (the argument
+/// itself).
 /// The native backend's lowering (`gradlift-jit`, `prims.rs`) emits these
 /// operations in this order; change both together.
 pub fn tanh(x: f64) -> f64 {
@@ -252,8 +259,9 @@ mod tests {
         {
             let (ours, libc) = (tanh(x), x.tanh());
             let d = ulps(ours, libc);
-            // Both err by up to two units (see `against_exact_values`), in
-            // different places: a third of these results differ by one.
+            // Ours errs by up to three units, the C library's by two (see
+            // `against_exact_values`), in different places: a third of
+            // these results differ by one.
             assert!(d <= 3, "tanh({x:e}) = {ours:e}, C library {libc:e}");
         }
         assert_eq!(tanh(0.0).to_bits(), 0f64.to_bits());
@@ -296,7 +304,7 @@ mod tests {
         assert!(lines > 6000);
         eprintln!("worst: exp {exp_worst}, tanh {tanh_worst}; C library {libc_worst:?}");
         assert!(exp_worst <= 1, "exp is off by {exp_worst} units");
-        assert!(tanh_worst <= 2, "tanh is off by {tanh_worst} units");
+        assert!(tanh_worst <= 3, "tanh is off by {tanh_worst} units");
     }
 
     #[test]
