@@ -7,9 +7,10 @@
 //! tie or a NaN keeps the first argument — not `fmin`); `exp` and `tanh`
 //! are emitted inline, the operations of [`gradlift_lang::exp::exp`] and
 //! [`gradlift_lang::exp::tanh`] one by one with their table (the process's
-//! own for the JIT, a data object in object files); the other transcendental functions call the
-//! [`Libm`] shims, which are the Rust standard library's `f64` methods the
-//! interpreter uses, so results are bit-identical.
+//! own for the JIT, a data object in object files); the other
+//! transcendental functions call the [`Libm`] shims, which are the Rust
+//! standard library's `f64` methods the interpreter uses, so results are
+//! bit-identical.
 //! Comparisons give an `i8` condition; `and`, `or`, `not` combine them
 //! (both operands are evaluated, as in the interpreter: they are pure).
 
@@ -110,10 +111,7 @@ fn lower_exp(b: &mut FunctionBuilder, table: GlobalValue, x: Value) -> Value {
     b.switch_to_block(fast);
     b.seal_block(fast);
     let y = lower_times_exp_reduced(b, data, x, shifted, hi, lo);
-    let m = b.ins().ushr_imm_s(bits, e::TABLE_BITS);
-    let biased = b.ins().iadd_imm_s(m, 1023);
-    let field = b.ins().ishl_imm_s(biased, 52);
-    let scale = b.ins().bitcast(REAL, MemFlagsData::new(), field);
+    let scale = lower_scale(b, bits);
     let y = b.ins().fmul(y, scale);
     b.ins().jump(join, &[BlockArg::Value(y)]);
 
@@ -144,6 +142,14 @@ fn lower_exp(b: &mut FunctionBuilder, table: GlobalValue, x: Value) -> Value {
     b.switch_to_block(join);
     b.seal_block(join);
     result
+}
+
+/// 2^(k div N) from `bits` (`scale` of [`gradlift_lang::exp`]).
+fn lower_scale(b: &mut FunctionBuilder, bits: Value) -> Value {
+    let m = b.ins().ushr_imm_s(bits, gradlift_lang::exp::TABLE_BITS);
+    let biased = b.ins().iadd_imm_s(m, 1023);
+    let field = b.ins().ishl_imm_s(biased, 52);
+    b.ins().bitcast(REAL, MemFlagsData::new(), field)
 }
 
 /// The real at index `at` of [`gradlift_lang::exp::DATA`] (`data` its
@@ -233,10 +239,7 @@ fn lower_tanh(b: &mut FunctionBuilder, table: GlobalValue, x: Value) -> Value {
     let data = b.ins().symbol_value(types::I64, table);
     let y = b.ins().fadd(a, a);
     let (shifted, bits, hi, lo) = lower_table_entry(b, data, y);
-    let m = b.ins().ushr_imm_s(bits, e::TABLE_BITS);
-    let biased = b.ins().iadd_imm_s(m, 1023);
-    let field = b.ins().ishl_imm_s(biased, 52);
-    let scale = b.ins().bitcast(REAL, MemFlagsData::new(), field);
+    let scale = lower_scale(b, bits);
     let hi = b.ins().fmul(hi, scale);
     let lo = b.ins().fmul(lo, scale);
     let p = lower_expm1_reduced(b, data, y, shifted);

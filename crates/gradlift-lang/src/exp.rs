@@ -94,34 +94,41 @@ pub const AT_C5: usize = 260;
 /// e^x. The native backend's lowering (`gradlift-jit`, `prims.rs`) emits
 /// these operations in this order; change both together.
 pub fn exp(x: f64) -> f64 {
-    let shifted = x.mul_add(INV_STEP, SHIFT);
-    let bits = shifted.to_bits();
-    // SHIFT's bits are a multiple of N: these are those of k mod N.
-    let j = (bits & ((1 << TABLE_BITS) - 1)) as usize;
-    let (hi, lo) = (TABLE[2 * j], TABLE[2 * j + 1]);
+    let (shifted, bits, hi, lo) = table_entry(x);
     // |k| < FAST_K, by one unsigned comparison (NaN and infinities give
     // other bits, far from SHIFT's).
     let key = bits.wrapping_sub(SHIFT.to_bits()).wrapping_add(FAST_K);
     if key < 2 * FAST_K {
-        // 2^(k div N): its exponent field is (k div N) + 1023, and k div N
-        // is bits div N up to a multiple of 2^12 (SHIFT's quotient by N),
-        // which the shift by 52 drops. The product is exact.
-        let y = times_exp_reduced(x, shifted, hi, lo);
-        y * f64::from_bits(((bits >> TABLE_BITS).wrapping_add(1023)) << 52)
+        // The product is exact.
+        times_exp_reduced(x, shifted, hi, lo) * scale(bits)
     } else {
         // Large, infinite or NaN: clamped, reduced again and scaled in two
         // steps.
         let x = if x > CLAMP_HI { CLAMP_HI } else { x };
         let x = if x < CLAMP_LO { CLAMP_LO } else { x };
-        let shifted = x.mul_add(INV_STEP, SHIFT);
-        let bits = shifted.to_bits();
-        let j = (bits & ((1 << TABLE_BITS) - 1)) as usize;
-        let (hi, lo) = (TABLE[2 * j], TABLE[2 * j + 1]);
+        let (shifted, bits, hi, lo) = table_entry(x);
         let y = times_exp_reduced(x, shifted, hi, lo);
         let m = (bits as i64).wrapping_sub(SHIFT.to_bits() as i64) >> TABLE_BITS;
         let m1 = m >> 1;
         y * power_of_two(m1) * power_of_two(m.wrapping_sub(m1))
     }
+}
+
+/// `shifted` = x · N / ln 2 + SHIFT (k rounded), its bits (SHIFT's plus k),
+/// and the table's pair for k mod N (SHIFT's bits are a multiple of N, so
+/// the low bits are those of k mod N).
+fn table_entry(x: f64) -> (f64, u64, f64, f64) {
+    let shifted = x.mul_add(INV_STEP, SHIFT);
+    let bits = shifted.to_bits();
+    let j = (bits & ((1 << TABLE_BITS) - 1)) as usize;
+    (shifted, bits, TABLE[2 * j], TABLE[2 * j + 1])
+}
+
+/// 2^(k div N) for k in the fast range, from `bits` (SHIFT's plus k): its
+/// exponent field is (k div N) + 1023, and k div N is bits div N up to a
+/// multiple of 2^12 (SHIFT's quotient by N), which the shift by 52 drops.
+fn scale(bits: u64) -> f64 {
+    f64::from_bits(((bits >> TABLE_BITS).wrapping_add(1023)) << 52)
 }
 
 /// (hi + lo) · e^r for r = x − k · ln 2 / N, given `shifted` = x · N / ln 2
@@ -174,12 +181,10 @@ pub fn tanh(x: f64) -> f64 {
 
 /// e^y − 1 for y in [0, 2 · TANH_BOUND).
 fn expm1_small(y: f64) -> f64 {
-    let shifted = y.mul_add(INV_STEP, SHIFT);
-    let bits = shifted.to_bits();
-    let j = (bits & ((1 << TABLE_BITS) - 1)) as usize;
+    let (shifted, bits, hi, lo) = table_entry(y);
     // 2^(k div N), k ≥ 0 and below 2^13: exact products.
-    let scale = f64::from_bits(((bits >> TABLE_BITS).wrapping_add(1023)) << 52);
-    let (hi, lo) = (TABLE[2 * j] * scale, TABLE[2 * j + 1] * scale);
+    let scale = scale(bits);
+    let (hi, lo) = (hi * scale, lo * scale);
     let p = expm1_reduced(y, shifted);
     (hi - 1.0) + hi.mul_add(p, lo)
 }
