@@ -453,6 +453,14 @@ fn native<T>(
     match compiled {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(gradlift::Error::Eval(native))) => match interp() {
+            // Out of workspace: the interpreter's error has the position;
+            // the note says why the native code stopped.
+            Err(e) if native.contains("bytes of workspace") => {
+                let native = native.strip_prefix("error: ").unwrap_or(&native);
+                Err(gradlift::Error::Eval(format!(
+                    "{e}\nnote: the native code (the default engine) stops too: {native}"
+                )))
+            }
             Err(e) => Err(e),
             // Native code failed where the interpreter does not: report it.
             Ok(_) => Err(gradlift::Error::Eval(native)),
@@ -510,7 +518,14 @@ fn grad(a: GradArgs) -> Result<(), String> {
         Engine::Interp => interp(),
         Engine::Jit => native(program.compile(&jit()?).map(|g| g.call(&values)), interp),
     }
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| {
+        // The gradient program is generated: where the function itself
+        // fails at these arguments, its error points into the user's source.
+        match function.eval(&values) {
+            Err(primal @ gradlift::Error::Eval(_)) => primal.to_string(),
+            _ => e.to_string(),
+        }
+    })?;
     let names: Vec<&str> = program.wrt().collect();
     if a.run.json {
         let gradient: serde_json::Map<String, serde_json::Value> = names
@@ -680,6 +695,9 @@ fn read_sizes(text: &str) -> Result<std::collections::HashMap<Name, f64>, String
                 "error: --sizes: `{part}` is not of the form name=value"
             ));
         };
+        if sizes.contains_key(name.trim()) {
+            return Err(format!("error: --sizes: `{}` is given twice", name.trim()));
+        }
         let v: u64 = value.trim().parse().map_err(|_| {
             format!(
                 "error: --sizes: the size `{}` must be a whole number ≥ 0, not `{}`",
@@ -768,6 +786,79 @@ fn cost(a: CostArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// The most reals `gradlift bench` fills its inputs with (2 GiB).
+const BENCH_MAX_REALS: u128 = 1 << 28;
+
+/// Checks the sizes given to `gradlift bench` before anything is built:
+/// every size variable of `name` has a value, no other name is given, each
+/// is at most 2^40 (what compiled code takes), and the inputs they make fit
+/// in [`BENCH_MAX_REALS`].
+fn check_bench_sizes(
+    name: &str,
+    sig: &gradlift::lang::types::Signature,
+    sizes: &std::collections::HashMap<Name, i64>,
+) -> Result<(), String> {
+    if let Some(v) = sig.size_vars.iter().find(|v| !sizes.contains_key(*v)) {
+        return Err(format!(
+            "error: the size `{v}` has no value: give it with --sizes {v}=…"
+        ));
+    }
+    let mut given: Vec<&Name> = sizes.keys().collect();
+    given.sort();
+    if let Some(v) = given.iter().find(|v| !sig.size_vars.contains(v)) {
+        let known: Vec<&str> = sig.size_vars.iter().map(|v| &**v).collect();
+        return Err(format!(
+            "error: --sizes: `{v}` is not a size variable of `{name}` (its sizes: {})",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        ));
+    }
+    const MAX_LEN: i64 = 1 << 40;
+    if let Some(v) = given.iter().find(|v| sizes[**v] > MAX_LEN) {
+        return Err(format!(
+            "error: --sizes: `{v}` = {} is more than 2^40 = {MAX_LEN}, the largest size compiled code takes",
+            sizes[*v]
+        ));
+    }
+    let mut reals: u128 = 0;
+    for (_, t) in &sig.params {
+        if let Some(t) = t {
+            reals = reals.saturating_add(flat_reals(t, sizes));
+        }
+    }
+    if reals > BENCH_MAX_REALS {
+        return Err(format!(
+            "error: at these sizes the inputs of `{name}` are {reals} reals ({:.1} GiB); gradlift bench fills at most {BENCH_MAX_REALS} (2 GiB)",
+            reals as f64 * 8.0 / (1u64 << 30) as f64
+        ));
+    }
+    Ok(())
+}
+
+/// The number of reals of a value of type `ty` at `sizes` (saturating; a
+/// negative length counts as 0).
+fn flat_reals(ty: &gradlift::Type, sizes: &std::collections::HashMap<Name, i64>) -> u128 {
+    use gradlift::Type;
+    match ty {
+        Type::Real => 1,
+        Type::Tuple(ts) => ts
+            .iter()
+            .fold(0u128, |acc, t| acc.saturating_add(flat_reals(t, sizes))),
+        Type::Array(t, n) => {
+            let len = n.terms.iter().fold(n.constant as i128, |acc, (v, k)| {
+                acc.saturating_add(
+                    (*k as i128).saturating_mul(sizes.get(v).copied().unwrap_or(0) as i128),
+                )
+            });
+            (len.max(0) as u128).saturating_mul(flat_reals(t, sizes))
+        }
+        _ => 0,
+    }
+}
+
 /// Deterministic inputs: reals in [0.5, 1.5) from a fixed sequence.
 fn bench_value(
     ty: &gradlift::Type,
@@ -827,6 +918,10 @@ fn bench(a: BenchArgs) -> Result<(), String> {
         .iter()
         .map(|(k, v)| (k.clone(), *v as i64))
         .collect();
+    let program = load(&a.target.file)?;
+    let function = function(&program, &a.target)?;
+    let sig = function.signature();
+    check_bench_sizes(function.name(), sig, &sizes)?;
     let jit = jit()?;
     let schedule = a.checkpoint.checkpoint.0;
     // Compile time: text to native gradient, the median of several runs.
@@ -846,9 +941,6 @@ fn bench(a: BenchArgs) -> Result<(), String> {
         Ok(())
     };
     let compile_ns = median_ns(0.5, compile)?;
-    let program = load(&a.target.file)?;
-    let function = function(&program, &a.target)?;
-    let sig = function.signature();
     let mut state = 42u64;
     let mut args = Vec::new();
     for (p, t) in &sig.params {
@@ -858,11 +950,6 @@ fn bench(a: BenchArgs) -> Result<(), String> {
                 format!("error: the size parameter `{p}` has no value: give it with --sizes {p}=…")
             })? as f64),
         });
-    }
-    if let Some(v) = sig.size_vars.iter().find(|v| !sizes.contains_key(*v)) {
-        return Err(format!(
-            "error: the size `{v}` has no value: give it with --sizes {v}=…"
-        ));
     }
     let primal = function.compile(&jit).map_err(|e| e.to_string())?;
     let g = function

@@ -739,3 +739,94 @@ fn emit_prints_the_hessian_vector_product_program() {
         stderr(&both)
     );
 }
+
+#[test]
+fn huge_size_says_which_engine_stops() {
+    let path = temp_file(
+        "range.grad",
+        "def f(s: size) -> R = reduce (+) 0 (iota(s))\n",
+    );
+    let out = gradlift(&["eval", text(&path), "--at", "s=1000000000"]);
+    let first = failure(&out, &format!("{}:1:37: error: ", text(&path)));
+    assert!(first.contains("interpreter's limit"), "{first}");
+    let err = stderr(&out);
+    assert!(
+        err.contains("note: the native code (the default engine) stops too")
+            && err.contains("bytes of workspace"),
+        "{err}"
+    );
+}
+
+#[test]
+fn size_beyond_what_compiled_code_takes() {
+    let path = temp_file("big.grad", "def f(s: size) -> R = s\n");
+    let out = gradlift(&["eval", text(&path), "--at", "s=1e15"]);
+    let first = failure(&out, "error: ");
+    assert!(
+        first.contains("`s` is 1000000000000000") && first.contains("2^40"),
+        "{first}"
+    );
+}
+
+#[test]
+fn wrong_element_is_named_by_its_path() {
+    let out = gradlift(&["eval", DOT, "--at", "A=[1,2,3], B=[[4],[5],[6]]"]);
+    let first = failure(&out, "--at:1:15: error: ");
+    assert!(
+        first.contains("`B[0]` has type `R`") && first.contains("a list of 1 element"),
+        "{first}"
+    );
+}
+
+#[test]
+fn constant_length_mismatch_names_the_type() {
+    let growth = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/logistic_growth.grad"
+    );
+    let out = gradlift(&["eval", growth, "--at", "rate=0.5, cap=30, obs=[1,2,3]"]);
+    let first = failure(&out, "error: ");
+    assert!(
+        first.contains("`obs` has length 3, but its type fixes the length at 10"),
+        "{first}"
+    );
+}
+
+#[test]
+fn gradient_errors_point_into_the_source() {
+    let path = temp_file("oob.grad", "def f(x: [R; n]) -> R =\n  x[5] * 2\n");
+    let out = gradlift(&["grad", text(&path), "--at", "x=[1,2]"]);
+    let first = failure(&out, &format!("{}:2:3: error: ", text(&path)));
+    assert!(first.contains("out of bounds"), "{first}");
+    caret_under(&out, "  x[5] * 2", "x[5]");
+}
+
+#[test]
+fn bench_checks_its_sizes_before_building_anything() {
+    let mlp = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/mlp.grad");
+    for (file, sizes, want) in [
+        (DOT, "n=1000000000000000", "more than 2^40"),
+        (DOT, "n=10,n=20", "`n` is given twice"),
+        (
+            DOT,
+            "n=10,m=10",
+            "`m` is not a size variable of `dot` (its sizes: n)",
+        ),
+        (ODE, "n=10", "the size `s` has no value"),
+        (
+            mlp,
+            "d=1000000,h=1000000,m=1000000",
+            "gradlift bench fills at most",
+        ),
+    ] {
+        let fn_args: &[&str] = if file == ODE { &["--fn", "last"] } else { &[] };
+        let args: Vec<&str> = ["bench", file]
+            .into_iter()
+            .chain(fn_args.iter().copied())
+            .chain(["--sizes", sizes, "--seconds", "0.01"])
+            .collect();
+        let out = gradlift(&args);
+        let first = failure(&out, "error: ");
+        assert!(first.contains(want), "{sizes}: {first}");
+    }
+}

@@ -211,7 +211,7 @@ fn bad_fit_input_is_a_clear_error() {
         .starts_with("error: cannot read `/nonexistent/data.json`"));
     assert_eq!(
         fit("rate=0.5, cap=30", "obs=[1, 2]", &[]),
-        "error: size mismatch in call to `loss`: `obs` has length 2, but its size `10` is 10"
+        "error: size mismatch in call to `loss`: `obs` has length 2, but its type fixes the length at 10"
     );
     assert_eq!(
         fit("rate=0.5, cap=30", "obs=[1,2,3,4,5,6,7,8,9,10], z=1", &[]),

@@ -527,8 +527,16 @@ impl Compiled {
             .iter()
             .position(|&s| !(0..=crate::abi::MAX_LEN).contains(&s))
         {
+            let why = if sizes[k] < 0 {
+                "a size is a whole number ≥ 0".to_string()
+            } else {
+                format!(
+                    "compiled code takes sizes up to 2^40 = {}",
+                    crate::abi::MAX_LEN
+                )
+            };
             return Err(CallError::Arguments(format!(
-                "size `{}` is {}",
+                "size `{}` is {}: {why}",
                 vars[k], sizes[k]
             )));
         }

@@ -59,6 +59,6 @@ pub enum CallError {
     #[error("{}", .0.describe())]
     Status(Status),
     /// The code needs more workspace than [`MAX_WORKSPACE`] bytes.
-    #[error("the call needs at least {0} bytes of workspace, more than the limit")]
+    #[error("the call needs at least {0} bytes of workspace, more than the limit of 4 GiB")]
     WorkspaceLimit(u64),
 }

@@ -294,9 +294,11 @@ fn json_value(name: &str, v: &serde_json::Value) -> Result<ArgValue, ArgsError> 
     }
 }
 
-fn convert(name: &str, ty: &Type, v: &ArgValue) -> Result<Value, ArgsError> {
+/// `v` as a value of type `ty`; `path` names it in messages (`B`, then
+/// `B[2]` for an element, `B.1` for a component).
+fn convert(path: &str, ty: &Type, v: &ArgValue) -> Result<Value, ArgsError> {
     let wrong = |what: &str| ArgsError::Value {
-        message: format!("`{name}` has type `{ty}`, but the value given is {what}"),
+        message: format!("`{path}` has type `{ty}`, but the value given is {what}"),
         span: v.span(),
     };
     match (ty, v) {
@@ -307,17 +309,22 @@ fn convert(name: &str, ty: &Type, v: &ArgValue) -> Result<Value, ArgsError> {
             Ok(Value::tuple(
                 ts.iter()
                     .zip(xs)
-                    .map(|(t, x)| convert(name, t, x))
+                    .enumerate()
+                    .map(|(i, (t, x))| convert(&format!("{path}.{i}"), t, x))
                     .collect::<Result<_, _>>()?,
             ))
         }
         (Type::Array(t, _), ArgValue::List(xs, _)) => Ok(Value::array(
             xs.iter()
-                .map(|x| convert(name, t, x))
+                .enumerate()
+                .map(|(i, x)| convert(&format!("{path}[{i}]"), t, x))
                 .collect::<Result<_, _>>()?,
         )),
         (_, ArgValue::Num(..)) => Err(wrong("a number")),
-        (_, ArgValue::List(xs, _)) => Err(wrong(&format!("a list of {} elements", xs.len()))),
+        (_, ArgValue::List(xs, _)) => Err(wrong(&format!(
+            "a list of {}",
+            crate::span::count(xs.len(), "element")
+        ))),
         (_, ArgValue::Tuple(xs, _)) => Err(wrong(&format!(
             "a tuple of {}",
             crate::span::count(xs.len(), "component")

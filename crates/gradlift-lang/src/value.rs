@@ -244,6 +244,11 @@ pub fn bind_sizes(
             } else {
                 format!(" ({})", set_by.join("; "))
             };
+            if size.terms.is_empty() {
+                return Err(BindError(format!(
+                    "size mismatch in call to `{name}`: `{path}` has length {len}, but its type fixes the length at {size}"
+                )));
+            }
             return Err(BindError(format!(
                 "size mismatch in call to `{name}`: `{path}` has length {len}, but its size `{size}`{value}{how}"
             )));
