@@ -1,19 +1,18 @@
 //! gradlift's compiled gradients against the same gradients written by
 //! hand in Rust (a forward sweep storing what the reverse sweep needs, then
 //! the reverse sweep), compiled by rustc -O: dot, prod and logsumexp at
-//! n = 10⁶ and the logistic-growth loss. The gradlift side is the native
+//! n = 10³ and 10⁶ and the logistic-growth loss. The gradlift side is the native
 //! call on prepared flat buffers (`Compiled::call_flat`), as `gradlift
 //! bench` times it. Each hand-written gradient is checked against gradlift's
 //! before timing.
 //!
 //! `cargo bench --bench handwritten`; medians in
-//! `target/criterion/handwritten/<function>_<side>/new/estimates.json`.
+//! `target/criterion/handwritten/<function>_<side>/<n>/new/estimates.json`
+//! (`logistic_growth_<side>/4000` for the loss, 4,000 steps).
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use gradlift::{Args, GradOptions, Jit, Program, Value};
 use std::hint::black_box;
-
-const N: usize = 1_000_000;
 
 fn dot_grad(a: &[f64], b: &[f64], ga: &mut [f64], gb: &mut [f64]) -> f64 {
     ga.copy_from_slice(b);
@@ -155,42 +154,50 @@ fn close(a: &[f64], b: &[f64]) {
 fn handwritten(c: &mut Criterion) {
     let mut g = c.benchmark_group("handwritten");
     g.sample_size(20);
-    let a: Vec<f64> = (0..N)
-        .map(|i| 0.999 + ((i * 7919) % 1000) as f64 * 2e-6)
-        .collect();
-    let b: Vec<f64> = (0..N)
-        .map(|i| 1.0 - ((i * 104729) % 1000) as f64 * 1e-4)
-        .collect();
+    for n in [1_000, 1_000_000] {
+        let a: Vec<f64> = (0..n)
+            .map(|i| 0.999 + ((i * 7919) % 1000) as f64 * 2e-6)
+            .collect();
+        let b: Vec<f64> = (0..n)
+            .map(|i| 1.0 - ((i * 104729) % 1000) as f64 * 1e-4)
+            .collect();
 
-    let (mut dot, want) = native(
-        "examples/dot.grad",
-        vec![Value::reals(&a), Value::reals(&b)],
-    );
-    let (mut ga, mut gb) = (vec![0.0; N], vec![0.0; N]);
-    let v = dot_grad(&a, &b, &mut ga, &mut gb);
-    close(&[vec![v], ga.clone(), gb.clone()].concat(), &want);
-    g.bench_function("dot_gradlift", |bch| bch.iter(|| dot.run()));
-    g.bench_function("dot_rust", |bch| {
-        bch.iter(|| dot_grad(black_box(&a), &b, &mut ga, &mut gb))
-    });
+        let (mut dot, want) = native(
+            "examples/dot.grad",
+            vec![Value::reals(&a), Value::reals(&b)],
+        );
+        let (mut ga, mut gb) = (vec![0.0; n], vec![0.0; n]);
+        let v = dot_grad(&a, &b, &mut ga, &mut gb);
+        close(&[vec![v], ga.clone(), gb.clone()].concat(), &want);
+        g.bench_function(BenchmarkId::new("dot_gradlift", n), |bch| {
+            bch.iter(|| dot.run())
+        });
+        g.bench_function(BenchmarkId::new("dot_rust", n), |bch| {
+            bch.iter(|| dot_grad(black_box(&a), &b, &mut ga, &mut gb))
+        });
 
-    let (mut prod, want) = native("examples/prod.grad", vec![Value::reals(&a)]);
-    let mut gp = vec![0.0; N];
-    let v = prod_grad(&a, &mut gp);
-    close(&[vec![v], gp.clone()].concat(), &want);
-    g.bench_function("prod_gradlift", |bch| bch.iter(|| prod.run()));
-    g.bench_function("prod_rust", |bch| {
-        bch.iter(|| prod_grad(black_box(&a), &mut gp))
-    });
+        let (mut prod, want) = native("examples/prod.grad", vec![Value::reals(&a)]);
+        let mut gp = vec![0.0; n];
+        let v = prod_grad(&a, &mut gp);
+        close(&[vec![v], gp.clone()].concat(), &want);
+        g.bench_function(BenchmarkId::new("prod_gradlift", n), |bch| {
+            bch.iter(|| prod.run())
+        });
+        g.bench_function(BenchmarkId::new("prod_rust", n), |bch| {
+            bch.iter(|| prod_grad(black_box(&a), &mut gp))
+        });
 
-    let (mut lse, want) = native("examples/logsumexp.grad", vec![Value::reals(&b)]);
-    let mut gl = vec![0.0; N];
-    let v = lse_grad(&b, &mut gl);
-    close(&[vec![v], gl.clone()].concat(), &want);
-    g.bench_function("logsumexp_gradlift", |bch| bch.iter(|| lse.run()));
-    g.bench_function("logsumexp_rust", |bch| {
-        bch.iter(|| lse_grad(black_box(&b), &mut gl))
-    });
+        let (mut lse, want) = native("examples/logsumexp.grad", vec![Value::reals(&b)]);
+        let mut gl = vec![0.0; n];
+        let v = lse_grad(&b, &mut gl);
+        close(&[vec![v], gl.clone()].concat(), &want);
+        g.bench_function(BenchmarkId::new("logsumexp_gradlift", n), |bch| {
+            bch.iter(|| lse.run())
+        });
+        g.bench_function(BenchmarkId::new("logsumexp_rust", n), |bch| {
+            bch.iter(|| lse_grad(black_box(&b), &mut gl))
+        });
+    }
 
     let obs = [
         4.644121, 10.053153, 19.111462, 30.172821, 39.461555, 45.106019, 47.889332, 49.120644,
@@ -205,8 +212,10 @@ fn handwritten(c: &mut Criterion) {
     let (mut states, mut g_obs) = (vec![0.0; 4000], [0.0; 10]);
     let (v, gr, gc) = logistic_grad(0.7, 40.0, &obs, &mut states, &mut g_obs);
     close(&[vec![v, gr, gc], g_obs.to_vec()].concat(), &want);
-    g.bench_function("logistic_growth_gradlift", |bch| bch.iter(|| growth.run()));
-    g.bench_function("logistic_growth_rust", |bch| {
+    g.bench_function(BenchmarkId::new("logistic_growth_gradlift", 4000), |bch| {
+        bch.iter(|| growth.run())
+    });
+    g.bench_function(BenchmarkId::new("logistic_growth_rust", 4000), |bch| {
         bch.iter(|| logistic_grad(black_box(0.7), 40.0, &obs, &mut states, &mut g_obs))
     });
     g.finish();
