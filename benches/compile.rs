@@ -1,5 +1,5 @@
 //! Compile latency per shipped example: text → native code, for the
-//! function (parse, check, inline, lower, JIT) and for its value and
+//! function (parse, check, inline, simplify, lower, JIT) and for its value and
 //! gradient (parse, check, inline, differentiate by the UNF route,
 //! simplify, lower, JIT). The function is the file's last definition.
 //!

@@ -243,6 +243,8 @@ struct BenchArgs {
     #[command(flatten)]
     target: Target,
     /// Values of the size variables and size parameters: `n=1000,s=10`.
+    /// Each is named once and is at most 2^40; the inputs they make may
+    /// hold at most 2^28 reals (2 GiB). Checked before anything is compiled.
     #[arg(long, value_name = "SIZES", default_value = "")]
     sizes: String,
     /// About how long to run each of the primal and the gradient.
