@@ -95,36 +95,38 @@ fn flat(v: &Value) -> Vec<f64> {
     out
 }
 
-/// A C program that calls every function as docs/abi.md says (growing the
-/// workspace when asked) and prints `symbol status reals…` per call.
+/// A C program that calls every function as docs/abi.md says (with the
+/// workspace its `_workspace` function asks for, which must be enough: a
+/// status 1 is printed as such and fails the comparison) and prints
+/// `symbol status reals…` per call.
 fn driver(calls: &[Call]) -> String {
     let mut c = String::from(
         "#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n\
          typedef int64_t (*fn_t)(const int64_t *, double *, int64_t, uint8_t *, int64_t, int64_t *);\n\
+         typedef int64_t (*bound_t)(const int64_t *);\n\
          static uint8_t *ws; static int64_t ws_len;\n\
-         static void run(const char *name, fn_t f, int64_t *args, int64_t out_len) {\n\
+         static void run(const char *name, fn_t f, bound_t bound, int64_t *args, int64_t out_len) {\n\
            double *out = malloc(sizeof(double) * (out_len > 0 ? out_len : 1));\n\
-           for (;;) {\n\
-             int64_t info = 0;\n\
-             int64_t status = f(args, out, out_len, ws, ws_len, &info);\n\
-             if (status == 1) {\n\
-               ws_len = info > 2 * ws_len ? info : 2 * ws_len;\n\
-               ws = realloc(ws, ws_len);\n\
-               if (!ws) { perror(\"realloc\"); exit(2); }\n\
-               continue;\n\
-             }\n\
-             printf(\"%s %lld\", name, (long long)status);\n\
-             if (status == 0) for (int64_t i = 0; i < out_len; i++) printf(\" %.17g\", out[i]);\n\
-             printf(\"\\n\");\n\
-             break;\n\
+           int64_t need = bound(args);\n\
+           if (need < 0) { printf(\"%s no-bound\\n\", name); free(out); return; }\n\
+           if (need > ws_len) {\n\
+             ws_len = need;\n\
+             ws = realloc(ws, ws_len);\n\
+             if (!ws) { perror(\"realloc\"); exit(2); }\n\
            }\n\
+           int64_t info = 0;\n\
+           int64_t status = f(args, out, out_len, ws, ws_len, &info);\n\
+           printf(\"%s %lld\", name, (long long)status);\n\
+           if (status == 0) for (int64_t i = 0; i < out_len; i++) printf(\" %.17g\", out[i]);\n\
+           printf(\"\\n\");\n\
            free(out);\n\
          }\n",
     );
     for (k, call) in calls.iter().enumerate() {
         writeln!(
             c,
-            "int64_t {}(const int64_t *, double *, int64_t, uint8_t *, int64_t, int64_t *);",
+            "int64_t {0}(const int64_t *, double *, int64_t, uint8_t *, int64_t, int64_t *);\n\
+             int64_t {0}_workspace(const int64_t *);",
             call.symbol
         )
         .unwrap();
@@ -149,8 +151,9 @@ fn driver(calls: &[Call]) -> String {
         words.push("0".into());
         writeln!(
             c,
-            "  {{ int64_t args[] = {{{}}}; run(\"{}\", {}, args, {}); }}",
+            "  {{ int64_t args[] = {{{}}}; run(\"{}\", {}, {}_workspace, args, {}); }}",
             words.join(", "),
+            call.symbol,
             call.symbol,
             call.symbol,
             call.expected.len()

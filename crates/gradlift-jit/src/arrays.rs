@@ -45,10 +45,11 @@
 use crate::abi::Status;
 use crate::lower::{unsupported, Translator};
 use crate::values::{load, mem, unchecked_bytes, ArrayVal, Shape, Values};
+use crate::workspace::Bytes;
 use crate::JitError;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, BlockArg, InstBuilder, MemFlagsData, Value};
-use gradlift_lang::syntax::{ArrayOp, Builtin, Expr, ExprKind, Param, Type};
+use gradlift_lang::syntax::{ArrayOp, Builtin, Expr, ExprKind, Param, Size, Type};
 
 impl Translator<'_, '_> {
     /// Runs `body(i)` for `i` in `0..n`.
@@ -121,7 +122,7 @@ impl Translator<'_, '_> {
             }
             r?;
         }
-        let r = self.region(|t| body(t, i));
+        let r = self.repeated("a loop's step", |t| body(t, i));
         self.loops.pop();
         r?;
         let next = self.b.ins().iadd_imm_s(i, 1);
@@ -177,7 +178,7 @@ impl Translator<'_, '_> {
         for (node, side) in &interior.sides {
             self.interior.insert(*node, *side);
         }
-        let r = self.region(|t| body(t, j));
+        let r = self.repeated("a loop's step", |t| body(t, j));
         for (node, _) in &interior.sides {
             self.interior.remove(node);
         }
@@ -356,15 +357,24 @@ impl Translator<'_, '_> {
     }
 
     /// New workspace memory for `n` elements of `shape`: (pointer, stride).
+    /// `counted` is its size in bytes as a formula in the sizes.
     pub(crate) fn alloc_array(
         &mut self,
         n: Value,
         shape: &Shape,
+        counted: Bytes,
     ) -> Result<(Value, Value), JitError> {
         let stride = self.bytes_deferred(shape)?;
         let total = self.mul_deferred(n, stride);
         self.flush_overflow();
-        Ok((self.alloc(total), stride))
+        Ok((self.alloc(total, counted), stride))
+    }
+
+    /// The count `e` (of `iota`, `replicate`) as a size expression.
+    fn count_size(&mut self, e: &Expr) -> Result<Size, JitError> {
+        self.typer
+            .size(e)
+            .map_err(|err| JitError::Internal(format!("a count: {err}")))
     }
 
     /// Element `k` (negative counts from the end), bounds checked.
@@ -418,7 +428,14 @@ impl Translator<'_, '_> {
             return unsupported("an array of conditions");
         };
         let n = self.iconst(vs.len() as i64);
-        let (ptr, stride) = self.alloc_array(n, &shape)?;
+        let counted = match vs.first() {
+            Some(_) => {
+                let ty = self.type_of(e)?;
+                self.counts().bytes(&ty)
+            }
+            None => Bytes::Const(0),
+        };
+        let (ptr, stride) = self.alloc_array(n, &shape, counted)?;
         let mut at = ptr;
         for v in &vs {
             self.store(at, v, &shape)?;
@@ -462,7 +479,9 @@ impl Translator<'_, '_> {
             }
             Builtin::Iota => {
                 let n = self.count(&args[0])?;
-                let (ptr, _) = self.alloc_array(n, &Shape::Real)?;
+                let size = self.count_size(&args[0])?;
+                let counted = self.counts().array(&size, &Type::Real);
+                let (ptr, _) = self.alloc_array(n, &Shape::Real, counted)?;
                 self.for_range(n, &mut |t, i| {
                     let x = t.b.ins().fcvt_from_sint(types::F64, i);
                     let offset = t.b.ins().ishl_imm_s(i, 3);
@@ -482,7 +501,10 @@ impl Translator<'_, '_> {
                 let Some(shape) = v.shape() else {
                     return unsupported("replicate of a condition");
                 };
-                let (ptr, stride) = self.alloc_array(n, &shape)?;
+                let size = self.count_size(&args[0])?;
+                let elem = self.type_of(&args[1])?;
+                let counted = self.counts().array(&size, &elem);
+                let (ptr, stride) = self.alloc_array(n, &shape, counted)?;
                 self.for_range(n, &mut |t, i| {
                     let at = t.element_addr(ptr, i, stride);
                     t.store(at, &v, &shape)
@@ -566,10 +588,16 @@ impl Translator<'_, '_> {
             ArrayOp::Revfold(_) => unreachable!("lowered above"),
             ArrayOp::Reduce | ArrayOp::Foldl(_) | ArrayOp::Scanl | ArrayOp::Scanr => {
                 let acc_ty = self.type_of(&args[0])?;
-                let tys = [acc_ty, elem_ty(self.type_of(&args[1])?)?];
+                let a_ty = self.type_of(&args[1])?;
+                let size = match &a_ty {
+                    Type::Array(_, n) => n.clone(),
+                    _ => Size::lit(0),
+                };
+                let tys = [acc_ty, elem_ty(a_ty)?];
                 let z = self.lower(&args[0])?;
                 let a = self.source_read(&args[1], op != ArrayOp::Scanr)?;
-                self.fold(op, params, body, z, a, &tys, op == ArrayOp::Scanr)
+                let from_the_end = op == ArrayOp::Scanr;
+                self.fold(op, params, body, z, a, &tys, &size, from_the_end)
             }
         }
     }
@@ -607,7 +635,10 @@ impl Translator<'_, '_> {
                 self.check_same_shape(&own, want, Status::ShapeMismatch)?;
                 (at, unchecked_bytes(self.b, &m.shape))
             }
-            None => self.alloc_array(m.len, &m.shape)?,
+            None => {
+                let counted = self.counts().array(&m.size, &m.out_ty);
+                self.alloc_array(m.len, &m.shape, counted)?
+            }
         };
         let folds = folds(self, &m)?;
         self.write_mapping_with(&m, ptr, stride, &folds)?;
@@ -673,7 +704,7 @@ impl Translator<'_, '_> {
                 if !in_place_step(params, body, rows) {
                     return unsupported("a fold in a map's loop with this accumulator");
                 }
-                let c = self.carried(&start)?;
+                let c = self.carried(&start, &tys[0])?;
                 self.own(&c)?;
                 Some(c)
             }
@@ -772,7 +803,7 @@ impl Translator<'_, '_> {
         args: &'e [Expr],
     ) -> Result<Mapping<'e>, JitError> {
         // `write_mapping` reads its sources in order.
-        let (tys, sources, len) = self.sources(args, true)?;
+        let (tys, sources, len, size) = self.sources(args, true)?;
         let mark = self.typer.mark();
         for (p, t) in params.iter().zip(&tys) {
             bind_types(&mut self.typer, &p.pat, t);
@@ -787,6 +818,7 @@ impl Translator<'_, '_> {
             out_ty,
             sources,
             len,
+            size,
             shape,
         })
     }
@@ -931,20 +963,27 @@ impl Translator<'_, '_> {
     /// into the result directly; the others are copied.
     fn concat(&mut self, args: &[Expr]) -> Result<Values, JitError> {
         let mut parts = Vec::with_capacity(2);
+        let mut counted = Vec::with_capacity(2);
         for e in &args[..2] {
             parts.push(match &e.kind {
                 ExprKind::ArrayOp(op @ (ArrayOp::Map | ArrayOp::Map2), f, xs) => {
                     let (params, body) = self.lambda(f, op.fn_arity())?;
-                    Part::Mapped(self.mapping(params, body, xs)?)
+                    let m = self.mapping(params, body, xs)?;
+                    counted.push(self.counts().array(&m.size, &m.out_ty));
+                    Part::Mapped(m)
                 }
-                _ => Part::Array(self.array(e)?),
+                _ => {
+                    let ty = self.type_of(e)?;
+                    counted.push(self.counts().bytes(&ty));
+                    Part::Array(self.array(e)?)
+                }
             });
         }
         let (first, second) = (parts[0].len_shape(), parts[1].len_shape());
         self.check_same_shape(first.1, second.1, Status::LengthMismatch)?;
         let shape = first.1.clone();
         let n = self.b.ins().iadd(first.0, second.0);
-        let (ptr, stride) = self.alloc_array(n, &shape)?;
+        let (ptr, stride) = self.alloc_array(n, &shape, crate::workspace::sum(counted))?;
         let mut at = ptr;
         for part in &parts {
             let len = part.len_shape().0;
@@ -1180,7 +1219,7 @@ impl Translator<'_, '_> {
         if let ExprKind::ArrayOp(op @ (ArrayOp::Map | ArrayOp::Map2), f, args) = &e.kind {
             if let ExprKind::Lambda(params, body) = &f.kind {
                 if params.len() == op.fn_arity() {
-                    let (tys, inputs, len) = self.sources(args, in_order)?;
+                    let (tys, inputs, len, _) = self.sources(args, in_order)?;
                     return Ok(Source::Mapped {
                         expr: e,
                         inputs,
@@ -1400,18 +1439,23 @@ impl Translator<'_, '_> {
         &mut self,
         args: &'e [Expr],
         in_order: bool,
-    ) -> Result<(Vec<Type>, Vec<Source<'e>>, Value), JitError> {
+    ) -> Result<(Vec<Type>, Vec<Source<'e>>, Value, Size), JitError> {
         let mut tys = Vec::new();
         let mut sources = Vec::new();
+        let mut size = None;
         for a in args {
             match self.type_of(a)? {
-                Type::Array(elem, _) => tys.push(*elem),
+                Type::Array(elem, n) => {
+                    tys.push(*elem);
+                    size.get_or_insert(n);
+                }
                 _ => return Err(JitError::Internal("expected an array type".into())),
             }
             sources.push(self.source_read(a, in_order)?);
         }
         let n = self.same_lengths(&sources)?;
-        Ok((tys, sources, n))
+        let size = size.ok_or_else(|| JitError::Internal("a map of no array".into()))?;
+        Ok((tys, sources, n, size))
     }
 
     /// The common length of the sources of a `map2` (checked), or of a
@@ -1541,6 +1585,7 @@ impl Translator<'_, '_> {
         let z = self.lower(&args[0])?;
         let a = self.source_read(&args[1], op != ArrayOp::Scanr)?;
         let tys = [acc_ty, *elem];
+        let size = Size::lit(0); // no states are stored
         self.fold(
             ArrayOp::Foldl(None),
             params,
@@ -1548,6 +1593,7 @@ impl Translator<'_, '_> {
             z,
             a,
             &tys,
+            &size,
             op == ArrayOp::Scanr,
         )
     }
@@ -1562,6 +1608,7 @@ impl Translator<'_, '_> {
         z: Values,
         a: Source<'_>,
         tys: &[Type],
+        size: &Size,
         from_the_end: bool,
     ) -> Result<Values, JitError> {
         let len = a.len();
@@ -1572,7 +1619,11 @@ impl Translator<'_, '_> {
         // A fold's accumulator is copied out of each iteration's
         // temporaries (a scan's lives in its result), so every iteration
         // releases them.
-        let carried = if scan { None } else { Some(self.carried(&z)?) };
+        let carried = if scan {
+            None
+        } else {
+            Some(self.carried(&z, &tys[0])?)
+        };
         let vars = self.variables(&z);
         // A fold whose accumulator is one array that its step rewrites
         // element by element updates it in place (see `in_place_step`).
@@ -1593,7 +1644,8 @@ impl Translator<'_, '_> {
         }
         let out = if scan {
             let n = self.b.ins().iadd_imm_s(len, 1);
-            let (ptr, stride) = self.alloc_array(n, &shape)?;
+            let counted = self.counts().array(&size.offset(1), &tys[0]);
+            let (ptr, stride) = self.alloc_array(n, &shape, counted)?;
             let last = if op == ArrayOp::Scanl {
                 ptr
             } else {
@@ -1816,6 +1868,8 @@ struct Mapping<'e> {
     out_ty: Type,
     sources: Vec<Source<'e>>,
     len: Value,
+    /// The length as a size expression.
+    size: Size,
     shape: Shape,
 }
 

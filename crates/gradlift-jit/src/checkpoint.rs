@@ -17,6 +17,7 @@
 use crate::abi::Status;
 use crate::lower::{unsupported, Translator};
 use crate::values::{load, ArrayVal, Shape, Values};
+use crate::workspace::Bytes;
 use crate::JitError;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, BlockArg, FuncRef, InstBuilder, Value, ValueDef};
@@ -136,6 +137,16 @@ fn array_views(v: &Values, out: &mut Vec<Value>) {
     }
 }
 
+/// The types of the arrays of a value of type `ty`, outermost only, in
+/// walk order (as [`array_leaves`]).
+fn array_leaf_types<'t>(ty: &'t Type, out: &mut Vec<&'t Type>) {
+    match ty {
+        Type::Tuple(ts) => ts.iter().for_each(|t| array_leaf_types(t, out)),
+        Type::Array(..) => out.push(ty),
+        _ => {}
+    }
+}
+
 /// The layouts of the arrays of `v`, outermost only, in walk order.
 fn array_leaves(v: &Values, out: &mut Vec<Shape>) {
     match v {
@@ -146,18 +157,27 @@ fn array_leaves(v: &Values, out: &mut Vec<Shape>) {
 }
 
 impl Translator<'_, '_> {
-    /// A loop-carried value starting at `init`.
-    pub fn carried(&mut self, init: &Values) -> Result<Carried, JitError> {
+    /// A loop-carried value starting at `init`, of type `ty`.
+    pub fn carried(&mut self, init: &Values, ty: &Type) -> Result<Carried, JitError> {
         if init.shape().is_none() {
             return unsupported("a loop-carried condition");
         }
         let vars = self.variables(init);
         let mut leaves = Vec::new();
         array_leaves(init, &mut leaves);
+        let mut leaf_types = Vec::new();
+        array_leaf_types(ty, &mut leaf_types);
+        if leaf_types.len() != leaves.len() {
+            return Err(JitError::Internal(
+                "a loop-carried value not of its type".into(),
+            ));
+        }
         let mut buffers = Vec::with_capacity(leaves.len());
-        for shape in leaves {
+        for (shape, ty) in leaves.into_iter().zip(leaf_types) {
             let bytes = self.bytes(&shape)?;
-            let (first, second) = (self.alloc(bytes), self.alloc(bytes));
+            let counted = self.counts().bytes(ty);
+            let first = self.alloc(bytes, counted.clone());
+            let second = self.alloc(bytes, counted);
             let (a, b) = (
                 self.b.declare_var(types::I64),
                 self.b.declare_var(types::I64),
@@ -387,13 +407,17 @@ impl Translator<'_, '_> {
 
     /// The workspace's bump pointer, to release a step's temporaries with
     /// [`Translator::release`].
-    pub fn mark(&mut self) -> Value {
-        self.b.use_var(self.top)
+    pub fn mark(&mut self) -> Mark {
+        Mark {
+            top: self.b.use_var(self.top),
+            depth: self.usage.depth(),
+        }
     }
 
     /// Releases everything allocated since `mark`.
-    pub fn release(&mut self, mark: Value) {
-        self.b.def_var(self.top, mark);
+    pub fn release(&mut self, mark: Mark) {
+        self.b.def_var(self.top, mark.top);
+        self.usage.release(mark.depth);
     }
 
     /// `@checkpoint(schedule) revfold VJP STEP v A z f`.
@@ -406,7 +430,7 @@ impl Translator<'_, '_> {
         let (vparams, vbody) = self.lambda(f, 4)?;
         let (sparams, sbody) = self.lambda(&args[0], 2)?;
         let s_ty = self.type_of(&args[1])?;
-        let Type::Array(e_ty, _) = self.type_of(&args[2])? else {
+        let Type::Array(e_ty, n_size) = self.type_of(&args[2])? else {
             return Err(JitError::Internal("revfold over a non-array".into()));
         };
         let f_ty = self.type_of(&args[4])?;
@@ -440,10 +464,19 @@ impl Translator<'_, '_> {
                 self.b.ins().smin(n1, c)
             }
         };
+        // At most ⌈n/k⌉ + k slots, or c.
+        let slots_counted = match schedule {
+            Schedule::Every(k) => {
+                let k = u64::from(k.max(1));
+                Bytes::CeilDiv(Box::new(self.counts().len(&n_size)), k).plus(Bytes::Const(k))
+            }
+            Schedule::Binomial(c) => Bytes::Const(u64::from(c.max(1))),
+        };
         let state_bytes = self.bytes(&state_shape)?;
         let slot_bytes = self.mul_deferred(slots, state_bytes);
         self.flush_overflow();
-        let slot_mem = self.alloc(slot_bytes);
+        let counted = slots_counted.clone().times(self.counts().bytes(&s_ty));
+        let slot_mem = self.alloc(slot_bytes, counted);
         // The elements' cotangents: of the elements' type, or `()`.
         let mark = self.typer.mark();
         let vjp_tys = [s_ty.clone(), (*e_ty).clone(), s_ty.clone(), f_ty.clone()];
@@ -458,11 +491,12 @@ impl Translator<'_, '_> {
             ));
         };
         let e_shape = self.shape_of_type(&parts[1], false)?;
-        let (out_ptr, out_stride) = self.alloc_array(n, &e_shape)?;
+        let counted = self.counts().array(&n_size, &parts[1]);
+        let (out_ptr, out_stride) = self.alloc_array(n, &e_shape, counted)?;
         let in_stride = crate::values::unchecked_bytes(self.b, &a.elem);
-        let state = self.carried(&v)?;
-        let cot = self.carried(&z)?;
-        let acc = self.carried(&f0)?;
+        let state = self.carried(&v, &s_ty)?;
+        let cot = self.carried(&z, &s_ty)?;
+        let acc = self.carried(&f0, &f_ty)?;
         let r = Reversal {
             step: (sparams, sbody),
             vjp: (vparams, vbody),
@@ -563,9 +597,11 @@ impl Translator<'_, '_> {
         let frames = self.b.ins().imul_imm_s(r.slots, 6);
         let words = self.b.ins().iadd_imm_s(frames, 8);
         let word_bytes = self.b.ins().imul_imm_s(words, 8);
-        let machine = self.alloc(word_bytes);
+        // `slots` is at most `c`.
+        let counted = Bytes::Const((6 * c.max(1) as u64 + 8) * 8);
+        let machine = self.alloc(word_bytes, counted);
         let twentyfour = self.b.ins().iconst(types::I64, 24);
-        let action = self.alloc(twentyfour);
+        let action = self.alloc(twentyfour, Bytes::Const(24));
         let (kind, param) = (
             self.b.ins().iconst(types::I64, 1),
             self.b.ins().iconst(types::I64, c),
@@ -593,16 +629,16 @@ impl Translator<'_, '_> {
         // Each action's block is its own region: what one establishes does
         // not hold in another.
         self.b.switch_to_block(blocks[0]);
-        self.region(|t| t.advance(r, x, y))?;
+        self.repeated("a checkpointed loop's action", |t| t.advance(r, x, y))?;
         self.b.ins().jump(header, &[]);
         self.b.switch_to_block(blocks[1]);
-        self.region(|t| t.store_slot(r, x))?;
+        self.repeated("a checkpointed loop's action", |t| t.store_slot(r, x))?;
         self.b.ins().jump(header, &[]);
         self.b.switch_to_block(blocks[2]);
-        self.region(|t| t.restore_slot(r, x))?;
+        self.repeated("a checkpointed loop's action", |t| t.restore_slot(r, x))?;
         self.b.ins().jump(header, &[]);
         self.b.switch_to_block(blocks[3]);
-        self.region(|t| t.reverse(r, x))?;
+        self.repeated("a checkpointed loop's action", |t| t.reverse(r, x))?;
         self.b.ins().jump(header, &[]);
         self.b.switch_to_block(exit);
         Ok(())
@@ -724,6 +760,14 @@ pub(crate) fn runtime_signatures(
         next.params.push(AbiParam::new(types::I64));
     }
     [start, next]
+}
+
+/// The workspace's state to go back to: the bump pointer, and the depth
+/// of the allocations counted ([`crate::workspace::Usage`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Mark {
+    top: Value,
+    depth: usize,
 }
 
 /// The imported runtime functions of one function.

@@ -9,8 +9,9 @@ use crate::annotate::Labels;
 use crate::layout::{flat_len, flatten_into};
 use crate::lower::lower_function;
 use crate::prims::{exp_table_bytes, Libm, EXP_TABLE_SYMBOL};
+use crate::workspace::WorkspaceBound;
 use crate::{CallError, JitError};
-use cranelift_codegen::ir::{types, AbiParam, UserFuncName};
+use cranelift_codegen::ir::{types, AbiParam, InstBuilder, UserFuncName};
 use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
@@ -115,7 +116,7 @@ impl Jit {
     /// instructions comes from as a `;` comment above it.
     pub fn clif(&self, closed: &Closed) -> Result<String, JitError> {
         let mut module = self.object_module()?;
-        let (ctx, labels) = self.lower(&mut module, closed, true, true, true)?;
+        let (ctx, labels, _) = self.lower(&mut module, closed, true, true, true)?;
         let labels = labels.unwrap_or_default();
         Ok(format!(
             "; {}: {}\n{}",
@@ -129,7 +130,7 @@ impl Jit {
     /// register allocation (its own printer of the instructions it emits).
     pub fn asm(&self, closed: &Closed) -> Result<String, JitError> {
         let mut module = self.object_module()?;
-        let (mut ctx, _) = self.lower(&mut module, closed, false, true, true)?;
+        let (mut ctx, _, _) = self.lower(&mut module, closed, false, true, true)?;
         ctx.set_disasm(true);
         let code = ctx
             .compile(&*self.isa, &mut Default::default())
@@ -152,18 +153,64 @@ impl Jit {
         let mut module = self.object_module()?;
         define_exp_data(&mut module)?;
         for closed in functions {
-            let (mut ctx, _) = self.lower(&mut module, closed, false, true, false)?;
+            let (mut ctx, _, bound) = self.lower(&mut module, closed, false, true, false)?;
             let id = module
                 .declare_function(&closed.name, Linkage::Export, &ctx.func.signature)
                 .map_err(|e| JitError::Codegen(e.to_string()))?;
             module
                 .define_function(id, &mut ctx)
                 .map_err(|e| JitError::Codegen(format!("{e:?}")))?;
+            module.clear_context(&mut ctx);
+            self.define_bound(&mut module, &closed.name, &bound)?;
         }
         module
             .finish()
             .emit()
             .map_err(|e| JitError::Codegen(e.to_string()))
+    }
+
+    /// Defines `NAME_workspace(const int64_t *args) -> int64_t`: the bytes
+    /// of workspace a call of `NAME` with these size words needs at most
+    /// ([`WorkspaceBound`], saturating at `i64::MAX`), or -1 without a
+    /// bound.
+    fn define_bound<M: Module>(
+        &self,
+        module: &mut M,
+        name: &str,
+        bound: &WorkspaceBound,
+    ) -> Result<(), JitError> {
+        let mut ctx = module.make_context();
+        ctx.func.signature.params.push(AbiParam::new(types::I64));
+        ctx.func.signature.returns.push(AbiParam::new(types::I64));
+        let mut fctx = FunctionBuilderContext::new();
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        b.seal_block(entry);
+        let args = b.block_params(entry)[0];
+        let v = match bound.formula() {
+            Some(bytes) => crate::workspace::emit(&mut b, bytes, args),
+            None => b.ins().iconst(types::I64, -1),
+        };
+        b.ins().return_(&[v]);
+        b.finalize(module.target_config());
+        if self.verify {
+            cranelift_codegen::verify_function(&ctx.func, self.isa.flags())
+                .map_err(|e| JitError::Verifier(e.to_string()))?;
+        }
+        let id = module
+            .declare_function(
+                &format!("{name}_workspace"),
+                Linkage::Export,
+                &ctx.func.signature,
+            )
+            .map_err(|e| JitError::Codegen(e.to_string()))?;
+        module
+            .define_function(id, &mut ctx)
+            .map_err(|e| JitError::Codegen(format!("{e:?}")))?;
+        module.clear_context(&mut ctx);
+        Ok(())
     }
 
     /// A module writing an object file, whose imports are C symbols.
@@ -200,7 +247,7 @@ impl Jit {
         labels: bool,
         c_names: bool,
         runtime: bool,
-    ) -> Result<(Context, Option<Labels>), JitError> {
+    ) -> Result<(Context, Option<Labels>, WorkspaceBound), JitError> {
         let closed = &crate::eta::expand(closed);
         let mut ctx = module.make_context();
         let ptr = types::I64;
@@ -261,13 +308,13 @@ impl Jit {
             [start, next] => Some((start, next)),
             _ => None,
         };
-        let labels = lower_function(&mut b, closed, libm, exp_table, labels, runtime)?;
+        let (labels, bound) = lower_function(&mut b, closed, libm, exp_table, labels, runtime)?;
         b.finalize(module.target_config());
         if self.verify {
             cranelift_codegen::verify_function(&ctx.func, self.isa.flags())
                 .map_err(|e| JitError::Verifier(e.to_string()))?;
         }
-        Ok((ctx, labels))
+        Ok((ctx, labels, bound))
     }
 
     /// Compiles `closed` to native code.
@@ -279,7 +326,7 @@ impl Jit {
             )));
         }
         let mut module = self.module();
-        let (mut ctx, _) = self.lower(&mut module, closed, false, false, true)?;
+        let (mut ctx, _, bound) = self.lower(&mut module, closed, false, false, true)?;
         let id = module
             .declare_function(&closed.name, Linkage::Export, &ctx.func.signature)
             .map_err(|e| JitError::Codegen(e.to_string()))?;
@@ -302,6 +349,7 @@ impl Jit {
                 size_vars: closed.size_vars.clone(),
             },
             name: closed.name.to_string(),
+            bound,
             pool: Mutex::new(Vec::new()),
         })
     }
@@ -356,6 +404,8 @@ impl Drop for CodeOwner {
 #[derive(Default)]
 struct Workspace {
     memory: Vec<u64>,
+    /// The sizes the memory was last sized for by the bound.
+    bound_sizes: Vec<i64>,
     sizes: Vec<Option<i64>>,
     words: Vec<i64>,
     inputs: Vec<Vec<f64>>,
@@ -370,6 +420,7 @@ pub struct Compiled {
     raw: RawFn,
     sig: Signature,
     name: String,
+    bound: WorkspaceBound,
     pool: Mutex<Vec<Workspace>>,
 }
 
@@ -378,6 +429,16 @@ impl Compiled {
     /// `self` lives.
     pub fn raw(&self) -> RawFn {
         self.raw
+    }
+
+    /// The workspace a call needs at most, as a function of the sizes
+    /// (derived when the function was compiled): `bound().at(sizes)` bytes
+    /// are enough for a call at `sizes` (the size words of the ABI), so a
+    /// caller of [`Compiled::raw`] can allocate once and never see the
+    /// status `WorkspaceTooSmall`. The safe calls allocate that much before
+    /// the first call at new sizes.
+    pub fn workspace_bound(&self) -> &WorkspaceBound {
+        &self.bound
     }
 
     /// The checked signature: parameters, result, size variables (the
@@ -547,6 +608,20 @@ impl Compiled {
     /// pointers to data of the checked lengths), growing the workspace
     /// and calling again while the code asks for more.
     fn execute(&self, ws: &mut Workspace, out: &mut [f64]) -> Result<(), CallError> {
+        // The workspace the bound asks for, allocated once for the sizes
+        // (at sizes seen before, one comparison).
+        let sizes = &ws.words[..self.sig.size_vars.len()];
+        if ws.bound_sizes.as_slice() != sizes {
+            if let Some(need) = self.bound.at(sizes) {
+                if need <= MAX_WORKSPACE as u64 && need > ws.memory.len() as u64 * 8 {
+                    ws.memory = Vec::new();
+                    ws.memory = vec![0; need.div_ceil(8) as usize];
+                }
+            }
+            ws.bound_sizes.clear();
+            ws.bound_sizes.extend_from_slice(sizes);
+        }
+        // Without a bound, or past the limit, the code says what it needs.
         loop {
             let mut info = 0i64;
             // SAFETY: the buffers have the lengths the ABI requires (checked

@@ -28,9 +28,11 @@ mod layout;
 mod lower;
 mod prims;
 mod values;
+mod workspace;
 
 pub use abi::{RawFn, Status};
 pub use jit::{Compiled, Jit, MAX_WORKSPACE};
+pub use workspace::WorkspaceBound;
 
 /// Why a term could not be compiled.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

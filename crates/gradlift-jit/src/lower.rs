@@ -43,6 +43,11 @@ pub(crate) struct Translator<'a, 'f> {
     pub typer: Typer,
     /// The workspace's bump pointer (an address).
     pub top: Variable,
+    /// The workspace the code uses, as a formula in the sizes
+    /// (`workspace.rs`).
+    pub usage: crate::workspace::Usage,
+    /// The size variables, in ABI order.
+    pub size_vars: Vec<Name>,
     /// The workspace's base and end addresses.
     pub base: Value,
     pub end: Value,
@@ -134,7 +139,7 @@ pub(crate) fn lower_function(
     exp_table: Option<GlobalValue>,
     labels: bool,
     runtime: crate::checkpoint::Runtime,
-) -> Result<Option<Labels>, JitError> {
+) -> Result<(Option<Labels>, crate::workspace::WorkspaceBound), JitError> {
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
@@ -159,6 +164,8 @@ pub(crate) fn lower_function(
         sizes: HashMap::new(),
         typer: Typer::new(&closed.size_vars),
         top,
+        usage: Default::default(),
+        size_vars: closed.size_vars.clone(),
         base: ws,
         end,
         fail,
@@ -219,10 +226,17 @@ pub(crate) fn lower_function(
     t.b.ins().store(crate::values::mem(), detail, info, 0);
     t.b.ins().return_(&[status]);
     t.b.seal_all_blocks();
-    Ok(t.labels)
+    let bound = crate::workspace::WorkspaceBound::new(t.usage.finish());
+    Ok((t.labels, bound))
 }
 
 impl Translator<'_, '_> {
+    /// The size variables, for byte counts as formulas
+    /// ([`crate::workspace::SizeVars`]).
+    pub fn counts(&self) -> crate::workspace::SizeVars<'_> {
+        crate::workspace::SizeVars(&self.size_vars)
+    }
+
     /// A copy of `v` made here and not moved: stored to a stack slot and
     /// loaded back. Cranelift places a pure instruction at its first use,
     /// so a copy by arithmetic would sink past a call to where the copy is
@@ -343,6 +357,16 @@ impl Translator<'_, '_> {
         let saved = self.known.clone();
         let r = f(self);
         self.known = saved;
+        r
+    }
+
+    /// [`Translator::region`] for code that runs more than once (a loop's
+    /// step): what it allocates must be released by its end, which the
+    /// count of the workspace checks ([`crate::workspace::Usage`]).
+    pub fn repeated<T>(&mut self, what: &str, f: impl FnOnce(&mut Self) -> T) -> T {
+        let depth = self.usage.depth();
+        let r = self.region(f);
+        self.usage.step_ends(depth, what);
         r
     }
 
@@ -478,8 +502,10 @@ impl Translator<'_, '_> {
         })
     }
 
-    /// Takes `bytes` from the workspace.
-    pub fn alloc(&mut self, bytes: Value) -> Value {
+    /// Takes `bytes` from the workspace; `counted` is the same number as a
+    /// formula in the sizes.
+    pub fn alloc(&mut self, bytes: Value, counted: crate::workspace::Bytes) -> Value {
+        self.usage.alloc(counted);
         let top = self.b.use_var(self.top);
         let available = self.b.ins().isub(self.end, top);
         let fits = self

@@ -118,6 +118,21 @@ fn raw_abi_as_documented() {
     }
     assert_eq!(status, Status::Ok as i64);
     assert_eq!(out, [60.0, 150.0, 3.5]);
+    // Or sized once by the bound, for the size words: no status 1.
+    let bytes = f.workspace_bound().at(&args[..3]).unwrap();
+    let mut sized = vec![0u64; bytes.div_ceil(8) as usize];
+    let status = unsafe {
+        raw(
+            args.as_ptr(),
+            out.as_mut_ptr(),
+            out.len() as i64,
+            sized.as_mut_ptr() as *mut u8,
+            (sized.len() * 8) as i64,
+            &mut info,
+        )
+    };
+    assert_eq!(status, Status::Ok as i64);
+    assert_eq!(out, [60.0, 150.0, 3.5]);
     // Too small an output buffer: status 2, `info` the reals needed.
     let status = unsafe {
         raw(

@@ -193,6 +193,12 @@ impl Typer {
         self.checker.infer(e)
     }
 
+    /// The value of `e` read as a size expression (a count of `iota`,
+    /// `replicate`, `take`, `drop`).
+    pub fn size(&mut self, e: &Expr) -> TResult<Size> {
+        self.checker.size_of(e, "a count")
+    }
+
     /// The type of the variable `name`, if bound.
     pub fn lookup(&self, name: &str) -> Option<&Type> {
         self.checker.vars.get(name).map(|i| &i.ty)
