@@ -22,7 +22,7 @@ fn gradlift(args: &[&str]) -> Output {
 /// ends the file name (for the extension).
 fn temp_file(name: &str, contents: &str) -> PathBuf {
     static COUNTER: AtomicUsize = AtomicUsize::new(0);
-    let path = std::env::temp_dir().join(format!(
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "gradlift-cli-test-{}-{}-{name}",
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)

@@ -85,7 +85,8 @@ fn asm_prints_machine_code_for_the_host_and_for_aarch64() {
 
 #[test]
 fn object_for_aarch64_is_an_elf_file_exporting_both_functions() {
-    let path = std::env::temp_dir().join(format!("gradlift-emit-{}.o", std::process::id()));
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("gradlift-emit-{}.o", std::process::id()));
     let p = path.to_str().unwrap();
     let out = gradlift(&[
         "emit",
@@ -125,7 +126,8 @@ fn bad_targets_and_missing_stages_are_clear_errors() {
 #[test]
 fn object_of_a_function_without_a_gradient_exports_the_function_alone() {
     let ode = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/ode.grad");
-    let path = std::env::temp_dir().join(format!("gradlift-emit-primal-{}.o", std::process::id()));
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("gradlift-emit-primal-{}.o", std::process::id()));
     let out = gradlift(&[
         "emit",
         ode,

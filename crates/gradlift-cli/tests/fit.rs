@@ -28,7 +28,7 @@ fn gradlift(args: &[&str]) -> Output {
 
 fn temp_path(name: &str) -> PathBuf {
     static COUNTER: AtomicUsize = AtomicUsize::new(0);
-    std::env::temp_dir().join(format!(
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "gradlift-fit-test-{}-{}-{name}",
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)

@@ -20,7 +20,7 @@ fn gradlift_8mib(args: &[&str]) -> Output {
 }
 
 fn temp_file(name: &str, contents: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!(
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "gradlift-reliability-{}-{name}",
         std::process::id()
     ));
