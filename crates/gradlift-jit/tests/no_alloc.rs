@@ -104,3 +104,39 @@ fn warm_calls_on_values_do_not_allocate() {
         .unwrap_err();
     assert!(matches!(e, gradlift_jit::CallError::Arguments(_)), "{e}");
 }
+
+#[test]
+fn a_first_call_allocates_its_workspace_once() {
+    // The workspace is sized by the bound computed at compile time, not
+    // grown by doubling while the code asks for more: the first call at
+    // new sizes makes as many allocations at n = 10⁶ (megabytes of
+    // workspace) as at n = 10.
+    let source = "def f(A: [R; n], B: [R; n]) -> R = \
+                  let S = scanl (+) 0 (map2 (x, y. x * exp(y)) A B) in \
+                  let T = map2 (s, a. s * a) (shift1L S) A in \
+                  reduce (+) 0 T + reduce max (-inf) T";
+    let checked = check_source("<test>", source).unwrap();
+    let jit = Jit::new().unwrap();
+    let first_call = |n: usize| {
+        let f = jit.compile(&inline(&checked, 0)).unwrap();
+        let a: Vec<f64> = (0..n).map(|i| (i % 13) as f64 * 0.01).collect();
+        let mut out = [0.0];
+        COUNT.with(|c| c.set(Some(0)));
+        f.call_flat(&[n as i64], &[&a, &a], &mut out).unwrap();
+        let allocations = COUNT.with(|c| c.replace(None)).unwrap();
+        let bytes = f.workspace_bound().at(&[n as i64]).unwrap();
+        (allocations, bytes, out[0])
+    };
+    let (small, small_bytes, _) = first_call(10);
+    let (large, large_bytes, v) = first_call(1_000_000);
+    assert!(v.is_finite());
+    // At least `T`, stored (it is read twice): n reals.
+    assert!(
+        small_bytes >= 80 && large_bytes >= 8_000_000,
+        "{small_bytes}, {large_bytes}"
+    );
+    assert_eq!(
+        small, large,
+        "allocations of a first call at n = 10 and 10⁶"
+    );
+}
