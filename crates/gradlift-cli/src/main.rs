@@ -67,8 +67,9 @@ enum Command {
     ///
     /// With --object FILE, writes a relocatable object file exporting the
     /// function and, when it returns a real, its value and gradient (`NAME`
-    /// and `NAME_grad`, ABI in docs/abi.md) for --target (default: the
-    /// host's triple).
+    /// and `NAME_grad`, ABI in docs/abi.md), each with the bytes of
+    /// workspace it needs at given sizes (`NAME_workspace`,
+    /// `NAME_grad_workspace`), for --target (default: the host's triple).
     #[command(after_help = concat!(
         "Examples:\n",
         "  gradlift emit examples/example_1_1.grad --stage unf\n",
@@ -295,7 +296,8 @@ struct EmitArgs {
     /// --object.
     #[arg(long = "target", value_name = "TRIPLE")]
     triple: Option<String>,
-    /// Write an object file exporting the function and its gradient.
+    /// Write an object file exporting the function and its gradient (and
+    /// the workspace each needs).
     #[arg(long, value_name = "FILE", conflicts_with = "stage")]
     object: Option<PathBuf>,
     /// Which transformation differentiates (for --stage target and opt).

@@ -105,6 +105,7 @@ fn object_for_aarch64_is_an_elf_file_exporting_both_functions() {
     assert_eq!(u16::from_le_bytes([bytes[18], bytes[19]]), 183);
     let has = |s: &[u8]| bytes.windows(s.len()).any(|w| w == s);
     assert!(has(b"\0dot\0") && has(b"\0dot_grad\0"));
+    assert!(has(b"\0dot_workspace\0") && has(b"\0dot_grad_workspace\0"));
 }
 
 #[test]
