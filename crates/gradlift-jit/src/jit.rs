@@ -404,12 +404,24 @@ impl Drop for CodeOwner {
 #[derive(Default)]
 struct Workspace {
     memory: Vec<u64>,
-    /// The sizes the memory was last sized for by the bound.
-    bound_sizes: Vec<i64>,
+    /// The sizes the memory was last sized for by the bound (none before
+    /// the first call).
+    bound_sizes: Option<Vec<i64>>,
     sizes: Vec<Option<i64>>,
     words: Vec<i64>,
     inputs: Vec<Vec<f64>>,
     out: Vec<f64>,
+}
+
+impl Workspace {
+    /// Replaces the memory by `bytes` (rounded up to words) of fresh zeroed
+    /// memory, not a resize: the old contents are dead (freed first), and
+    /// the allocator's zeroed pages are only made resident as the code
+    /// touches them.
+    fn replace_memory(&mut self, bytes: u64) {
+        self.memory = Vec::new();
+        self.memory = vec![0; bytes.div_ceil(8) as usize];
+    }
 }
 
 /// A compiled function. `Send + Sync`: calls from several threads each
@@ -432,8 +444,8 @@ impl Compiled {
     }
 
     /// The workspace a call needs at most, as a function of the sizes
-    /// (derived when the function was compiled): `bound().at(sizes)` bytes
-    /// are enough for a call at `sizes` (the size words of the ABI), so a
+    /// (derived when the function was compiled): `workspace_bound().at(sizes)`
+    /// bytes are enough for a call at `sizes` (the size words of the ABI), so a
     /// caller of [`Compiled::raw`] can allocate once and never see the
     /// status `WorkspaceTooSmall`. The safe calls allocate that much before
     /// the first call at new sizes.
@@ -605,21 +617,22 @@ impl Compiled {
     }
 
     /// Runs the code on the argument words in `ws.words` (sizes, then
-    /// pointers to data of the checked lengths), growing the workspace
-    /// and calling again while the code asks for more.
+    /// pointers to data of the checked lengths): the workspace sized by
+    /// the bound at new sizes, then grown and the code called again while
+    /// it asks for more (without a bound, or past the limit).
     fn execute(&self, ws: &mut Workspace, out: &mut [f64]) -> Result<(), CallError> {
         // The workspace the bound asks for, allocated once for the sizes
         // (at sizes seen before, one comparison).
-        let sizes = &ws.words[..self.sig.size_vars.len()];
-        if ws.bound_sizes.as_slice() != sizes {
-            if let Some(need) = self.bound.at(sizes) {
+        let vars = self.sig.size_vars.len();
+        if ws.bound_sizes.as_deref() != Some(&ws.words[..vars]) {
+            if let Some(need) = self.bound.at(&ws.words[..vars]) {
                 if need <= MAX_WORKSPACE as u64 && need > ws.memory.len() as u64 * 8 {
-                    ws.memory = Vec::new();
-                    ws.memory = vec![0; need.div_ceil(8) as usize];
+                    ws.replace_memory(need);
                 }
             }
-            ws.bound_sizes.clear();
-            ws.bound_sizes.extend_from_slice(sizes);
+            let seen = ws.bound_sizes.get_or_insert_with(Vec::new);
+            seen.clear();
+            seen.extend_from_slice(&ws.words[..vars]);
         }
         // Without a bound, or past the limit, the code says what it needs.
         loop {
@@ -646,11 +659,7 @@ impl Compiled {
                     if needed > MAX_WORKSPACE as u64 || ws.memory.len() * 8 >= MAX_WORKSPACE {
                         return Err(CallError::WorkspaceLimit(info as u64));
                     }
-                    // A fresh zeroed buffer, not a resize: the old contents
-                    // are dead, and the allocator's zeroed pages are only
-                    // made resident as the code touches them.
-                    ws.memory = Vec::new();
-                    ws.memory = vec![0; needed.div_ceil(8) as usize];
+                    ws.replace_memory(needed);
                 }
                 Some(s) => return Err(CallError::Status(s)),
                 None => unreachable!("the generated code returns a status, got {status}"),

@@ -8,7 +8,9 @@
 //! becomes a merge block with parameters, array operations become loops
 //! (`arrays.rs`) whose only Cranelift `Variable`s are the loop-carried state
 //! (the index, the accumulator, the workspace's bump pointer). The result
-//! is built in the output buffer, checked first to be long enough.
+//! is built in the output buffer, checked first to be long enough. With the
+//! function comes a bound of the workspace it uses, counted as its
+//! allocations are emitted (`workspace.rs`).
 //!
 //! Every run-time size is checked before memory is touched; a failed check
 //! jumps to the function's one failure block, which stores a detail in

@@ -21,6 +21,8 @@
 //! [`Translator::mark`]: crate::lower::Translator::mark
 //! [`Translator::release`]: crate::lower::Translator::release
 
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{types, InstBuilder, Value};
 use gradlift_lang::syntax::{Name, Size, Type};
 
 /// Bytes as a function of the size variables (by their index in the
@@ -66,16 +68,6 @@ impl Bytes {
             }
             Bytes::Max(xs) => xs.iter().map(|x| x.eval(sizes)).max().unwrap_or(0),
             Bytes::CeilDiv(x, k) => x.eval(sizes).div_ceil(*k),
-        }
-    }
-
-    /// The number of nodes, for tests.
-    pub fn nodes(&self) -> usize {
-        1 + match self {
-            Bytes::Const(_) | Bytes::Len(..) => 0,
-            Bytes::Sum(xs) | Bytes::Max(xs) => xs.iter().map(Bytes::nodes).sum(),
-            Bytes::Product(a, b) => a.nodes() + b.nodes(),
-            Bytes::CeilDiv(x, _) => x.nodes(),
         }
     }
 
@@ -253,11 +245,6 @@ impl WorkspaceBound {
     pub fn missing(&self) -> Option<&str> {
         self.bytes.as_ref().err().map(String::as_str)
     }
-
-    /// The number of terms of the formula (0 without one).
-    pub fn terms(&self) -> usize {
-        self.bytes.as_ref().map(Bytes::nodes).unwrap_or(0)
-    }
 }
 
 /// Emits code computing `bytes` from the size words at `args` (the ABI's
@@ -266,15 +253,12 @@ impl WorkspaceBound {
 pub(crate) fn emit(
     b: &mut cranelift_frontend::FunctionBuilder,
     bytes: &Bytes,
-    args: cranelift_codegen::ir::Value,
-) -> cranelift_codegen::ir::Value {
+    args: Value,
+) -> Value {
     let v = emit_u64(b, bytes, args);
     let max = b.ins().iconst(types::I64, i64::MAX);
     b.ins().umin(v, max)
 }
-
-use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, InstBuilder, Value};
 
 fn emit_u64(b: &mut cranelift_frontend::FunctionBuilder, x: &Bytes, args: Value) -> Value {
     let saturate = |b: &mut cranelift_frontend::FunctionBuilder, (v, over): (Value, Value)| {

@@ -140,3 +140,34 @@ fn a_first_call_allocates_its_workspace_once() {
         "allocations of a first call at n = 10 and 10⁶"
     );
 }
+
+#[test]
+fn a_first_call_without_size_variables_allocates_its_workspace_once() {
+    // The same, with the lengths in the text: the bound is a constant.
+    let first_call = |n: usize| {
+        let source = format!(
+            "def f(x: R) -> R = \
+             let S = scanl (+) 0 (map (i. i * x) (iota({n}))) in \
+             let T = map2 (s, a. s * a) (shift1L S) (iota({n})) in \
+             reduce (+) 0 T + reduce max (-inf) T"
+        );
+        let checked = check_source("<test>", &source).unwrap();
+        let f = Jit::new().unwrap().compile(&inline(&checked, 0)).unwrap();
+        let mut out = [0.0];
+        COUNT.with(|c| c.set(Some(0)));
+        f.call_flat(&[], &[&[0.5]], &mut out).unwrap();
+        let allocations = COUNT.with(|c| c.replace(None)).unwrap();
+        (allocations, f.workspace_bound().at(&[]).unwrap(), out[0])
+    };
+    let (small, small_bytes, _) = first_call(10);
+    let (large, large_bytes, v) = first_call(1_000_000);
+    assert!(v.is_finite());
+    assert!(
+        small_bytes >= 80 && large_bytes >= 8_000_000,
+        "{small_bytes}, {large_bytes}"
+    );
+    assert_eq!(
+        small, large,
+        "allocations of a first call at n = 10 and 10⁶"
+    );
+}
