@@ -77,6 +77,13 @@ pub const KEYWORDS: &[&str] = &[
     "R",
     "inf",
     "nan",
+    // Not constructs of the language: reserved so that a program written
+    // with them gets a message saying what to write instead.
+    "while",
+    "loop",
+    "do",
+    "for",
+    "return",
 ];
 
 /// Whether `s` is a reserved word.

@@ -21,6 +21,7 @@ pub mod printer;
 pub mod schedule;
 pub mod scope;
 pub mod span;
+pub mod suggest;
 pub mod syntax;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -62,8 +62,27 @@ type PResult<T> = Result<T, SyntaxError>;
 /// Parses a whole file.
 pub fn parse_module(text: &str) -> PResult<Module> {
     let mut p = Parser::new(text)?;
-    let mut defs = Vec::new();
+    let mut defs: Vec<Def> = Vec::new();
     while p.peek() != &Tok::Eof {
+        if let (Some(last), false) = (defs.last(), p.is_kw("def")) {
+            // The body above is complete and something follows it.
+            let message = match p.peek() {
+                Tok::Ident(s) if is_keyword(s) || Prim::from_call_name(s).is_some() => format!(
+                    "expected `def` to start a definition, found {}; the body of `{}` ends before it",
+                    p.peek(),
+                    last.name
+                ),
+                _ => format!(
+                    "expected `def` to start a definition, found {}; the body of `{}` ends before it: is an operator missing between two expressions?",
+                    p.peek(),
+                    last.name
+                ),
+            };
+            return Err(SyntaxError::Invalid {
+                message,
+                span: p.span(),
+            });
+        }
         defs.push(p.def()?);
     }
     Ok(Module { defs })
@@ -86,6 +105,8 @@ pub fn parse_type(text: &str) -> PResult<Type> {
 }
 
 struct Parser {
+    /// The text, for the snippets of suggestions.
+    text: String,
     toks: Vec<Token>,
     pos: usize,
     /// The last scan for lambda binders: from a position, the first token
@@ -95,11 +116,31 @@ struct Parser {
 
 impl Parser {
     fn new(text: &str) -> PResult<Parser> {
-        let toks = lex(text).map_err(|e| SyntaxError::UnexpectedChar {
-            found: e.found,
-            span: e.span,
+        let toks = lex(text).map_err(|e| {
+            let hint = match e.found {
+                '^' => Some("there is no `^` operator: a power is `pow(a, b)`"),
+                '%' => Some("there is no `%` operator on reals"),
+                '!' => Some("there is no `!`: negate a condition with `not`, compare with `!=`"),
+                '&' => Some("there is no `&` or `&&`: join conditions with `and`"),
+                '|' => Some("there is no `|` or `||`: join conditions with `or`"),
+                '{' | '}' => {
+                    Some("braces are not part of the language: group with parentheses, bind with `let … in`")
+                }
+                _ => None,
+            };
+            match hint {
+                Some(message) => SyntaxError::Invalid {
+                    message: message.to_string(),
+                    span: e.span,
+                },
+                None => SyntaxError::UnexpectedChar {
+                    found: e.found,
+                    span: e.span,
+                },
+            }
         })?;
         Ok(Parser {
+            text: text.to_string(),
             toks,
             pos: 0,
             binder_scan: None,
@@ -124,6 +165,13 @@ impl Parser {
 
     fn prev_span(&self) -> Span {
         self.toks[self.pos.saturating_sub(1)].span
+    }
+
+    /// The text of `span`.
+    fn snippet(&self, span: Span) -> &str {
+        self.text
+            .get(span.start as usize..span.end as usize)
+            .unwrap_or("…")
     }
 
     fn bump(&mut self) -> Token {
@@ -462,7 +510,20 @@ impl Parser {
             if p < min {
                 break;
             }
-            self.bump();
+            let op_span = self.bump().span;
+            if op == Prim::Mul && self.is_punct("*") && !self.token().spaced {
+                // `x ** 2`: a power, written as in Python.
+                let second = self.bump().span;
+                let rhs = guard(|| self.binary(p + 1))?;
+                return Err(SyntaxError::Invalid {
+                    message: format!(
+                        "there is no `**` operator: a power is `pow({}, {})`",
+                        self.snippet(lhs.span),
+                        self.snippet(rhs.span)
+                    ),
+                    span: op_span.to(second),
+                });
+            }
             let rhs = guard(|| self.binary(p + 1))?;
             if p == prec::CMP
                 && matches!(self.infix_op(), Some(q) if q.info().fixity == Fixity::Infix(prec::CMP))
@@ -579,7 +640,12 @@ impl Parser {
             self.bump();
             let f = self.argument("a function argument (a lambda `(x. e)`, `(+)`, or a name)")?;
             let mut args = Vec::new();
-            for _ in 0..op.arity() {
+            for k in 0..op.arity() {
+                if !self.starts_atom() {
+                    if let Some(e) = self.call_as_function(op, &f, k) {
+                        return Err(e);
+                    }
+                }
                 args.push(self.argument("an argument")?);
             }
             let span = start.to(self.prev_span());
@@ -596,6 +662,23 @@ impl Parser {
             let span = start.to(a.span);
             return Ok(Expr::new(ExprKind::Builtin(b, vec![a]), span));
         }
+        // `redcue max (-inf) A`: a name followed by an argument, which only
+        // an array operation takes.
+        if let Tok::Ident(s) = self.peek() {
+            let juxtaposed = match self.peek_at(1) {
+                Tok::Number(_) => true,
+                Tok::Ident(t) => !is_keyword(t) || t == "inf" || t == "nan",
+                _ => false,
+            };
+            if juxtaposed && !is_keyword(s) && Prim::from_call_name(s).is_none() {
+                if let Some(op) = crate::suggest::closest(s, ARRAY_OPS) {
+                    return Err(SyntaxError::Invalid {
+                        message: format!("`{s}` is not an array operation; did you mean `{op}`?"),
+                        span: self.span(),
+                    });
+                }
+            }
+        }
         if self.is_kw("fst") || self.is_kw("snd") {
             let index = usize::from(self.is_kw("snd"));
             self.bump();
@@ -604,6 +687,50 @@ impl Parser {
             return Ok(Expr::new(ExprKind::Proj(Box::new(e), index), span));
         }
         self.postfix(true)
+    }
+
+    /// `map exp(x)`: the function argument of `op` was written as a call,
+    /// which took the array in its parentheses and left `op` short of
+    /// arguments (`k` of them given).
+    fn call_as_function(&self, op: ArrayOp, f: &Expr, k: usize) -> Option<SyntaxError> {
+        let (name, args) = match &f.kind {
+            ExprKind::Prim(p, args) if p.info().fixity == Fixity::Call => (p.info().name, args),
+            ExprKind::Apply(g, args) => match &g.kind {
+                ExprKind::Var(n) => (&**n, args),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        if k != 0 || args.len() != op.arity() {
+            return None;
+        }
+        let args: Vec<&str> = args.iter().map(|a| self.snippet(a.span)).collect();
+        Some(SyntaxError::Invalid {
+            message: format!(
+                "`{}` takes a function and then its arguments, each on its own: `{name}({})` applies `{name}` here; write `{} {name} {}`",
+                op.name(),
+                args.join(", "),
+                op.name(),
+                args.join(" ")
+            ),
+            span: f.span,
+        })
+    }
+
+    /// Whether the tokens from the current position are lambda binders and
+    /// a `.`: `v.`, `a, b.`, `(a, b), c.`.
+    fn lambda_binders_ahead(&self) -> bool {
+        let mut q = self.pos;
+        let mut seen_name = false;
+        loop {
+            match &self.toks[q].tok {
+                Tok::Ident(s) if !is_keyword(s) => seen_name = true,
+                Tok::Punct("(" | ")" | "," | "_") => {}
+                Tok::Punct(".") => return seen_name,
+                _ => return false,
+            }
+            q += 1;
+        }
     }
 
     /// A juxtaposed argument of an array operation: a postfix expression
@@ -640,6 +767,23 @@ impl Parser {
         loop {
             let touching = spaced_ok || !self.token().spaced;
             if self.is_punct("(") && touching {
+                if let ExprKind::Var(name) = &e.kind {
+                    let section = matches!(
+                        (self.peek_at(1), self.peek_at(2)),
+                        (Tok::Punct(op), Tok::Punct(")")) if Prim::from_section(op).is_some()
+                    );
+                    let lambda = matches!(self.peek_at(1), Tok::Ident(_) | Tok::Punct("(" | "_"))
+                        && {
+                            let save = self.pos;
+                            self.pos += 1;
+                            let yes = self.lambda_binders_ahead();
+                            self.pos = save;
+                            yes
+                        };
+                    if section || lambda {
+                        return Err(self.lambda_in_call(name, e.span));
+                    }
+                }
                 let args = self.call_args()?;
                 let span = e.span.to(self.prev_span());
                 e = match e.kind {
@@ -684,6 +828,22 @@ impl Parser {
                 return Ok(e);
             }
         }
+    }
+
+    /// `name (v. …)`: a lambda passed to something that is not an array
+    /// operation, most likely a misspelt one.
+    fn lambda_in_call(&self, name: &str, span: Span) -> SyntaxError {
+        let message = match crate::suggest::closest(name, ARRAY_OPS) {
+            Some(op) => format!(
+                "`{name}` is not an array operation; did you mean `{op}`? (a lambda `(x. …)` or a section `(+)` is the function argument of {})",
+                ARRAY_OPS.map(|o| format!("`{o}`")).join(", ")
+            ),
+            None => format!(
+                "`{name}` is given a lambda `(x. …)` or a section `(+)`, which only an array operation ({}) takes; a function value elsewhere is written `fun (x: R) -> …`",
+                ARRAY_OPS.map(|o| format!("`{o}`")).join(", ")
+            ),
+        };
+        SyntaxError::Invalid { message, span }
     }
 
     fn call_args(&mut self) -> PResult<Vec<Expr>> {
@@ -764,6 +924,12 @@ impl Parser {
                 return Err(arity_error(b.name(), b.arity(), args.len(), span));
             }
             return Ok(Expr::new(ExprKind::Builtin(b, args), span));
+        }
+        if let Some(message) = unsupported_construct(s) {
+            return Err(SyntaxError::Invalid {
+                message: message.to_string(),
+                span: start,
+            });
         }
         if is_keyword(s) {
             return self.expected("an expression");
@@ -873,6 +1039,22 @@ impl Parser {
             Ok(None)
         }
     }
+}
+
+/// The array operations a Source program can name.
+const ARRAY_OPS: [&str; 6] = ["map", "map2", "reduce", "foldl", "scanl", "scanr"];
+
+/// What to write instead of a construct of other languages (each word is
+/// reserved, [`crate::lexer::KEYWORDS`]).
+fn unsupported_construct(word: &str) -> Option<&'static str> {
+    Some(match word {
+        "while" | "loop" | "do" => {
+            "there is no `while` loop: a loop runs a fixed number of steps, `foldl (x, i. step) start (iota(n))`, and a state that stops early can carry a flag"
+        }
+        "for" => "there is no `for` loop: map over the elements (`map (x. …) A`) or fold over a range (`foldl (acc, i. …) start (iota(n))`)",
+        "return" => "there is no `return`: the value of a definition is its body",
+        _ => return None,
+    })
 }
 
 fn arity_error(name: &str, want: usize, got: usize, span: Span) -> SyntaxError {

@@ -38,6 +38,11 @@ impl<T> Scope<T> {
         self.bindings.get(name).and_then(|v| v.last())
     }
 
+    /// Every name bound, in no particular order.
+    pub fn names(&self) -> impl Iterator<Item = &Name> {
+        self.bindings.keys()
+    }
+
     /// A mark to [`Scope::pop_to`] later.
     pub fn mark(&self) -> usize {
         self.trail.len()

@@ -22,12 +22,17 @@ use thiserror::Error;
 #[derive(Debug, Clone, Error, PartialEq)]
 pub enum TypeError {
     /// A name bound nowhere.
-    #[error("unknown {what} `{name}`")]
+    #[error("unknown {what} `{name}`{}", match suggestion {
+        Some(s) => format!("; did you mean `{s}`?"),
+        None => String::new(),
+    })]
     Unknown {
         /// "variable", "function", "size variable".
         what: &'static str,
         /// The name.
         name: Name,
+        /// The closest name in scope or reserved word, if one is close.
+        suggestion: Option<Name>,
         /// Where it is used.
         span: Span,
     },
@@ -450,9 +455,12 @@ impl Checker<'_> {
         size_vars_of(t, &mut vs);
         for v in vs {
             if !self.size_vars.contains(&v) {
+                let suggestion = crate::suggest::closest(&v, self.size_vars.iter().map(|n| &**n))
+                    .map(Name::from);
                 return Err(TypeError::Unknown {
                     what: "size variable",
                     name: v,
+                    suggestion,
                     span,
                 });
             }
@@ -729,11 +737,29 @@ impl Checker<'_> {
                 return TypeError::Unknown {
                     what,
                     name: name.clone(),
+                    suggestion: self.suggest(name).map(Name::from),
                     span,
                 }
             }
         };
         TypeError::Invalid { message, span }
+    }
+
+    /// The closest name to `name` among the variables in scope, the
+    /// definitions it may call, the primitives and the reserved words.
+    fn suggest(&self, name: &str) -> Option<String> {
+        let mut candidates: Vec<&str> = self.vars.names().map(|n| &**n).collect();
+        // Sorted, so that ties are decided the same way every time.
+        candidates.sort_unstable();
+        candidates.extend(self.defs.iter().map(|d| &*d.name));
+        candidates.extend(
+            Prim::ALL
+                .iter()
+                .filter(|p| p.info().fixity == crate::prim::Fixity::Call)
+                .map(|p| p.info().name),
+        );
+        candidates.extend(crate::lexer::KEYWORDS.iter().copied());
+        crate::suggest::closest(name, candidates).map(str::to_string)
     }
 
     fn def_index(&self, name: &str) -> Option<usize> {
