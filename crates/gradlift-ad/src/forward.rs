@@ -37,7 +37,7 @@ use crate::inline::Closed;
 use crate::names::NameSupply;
 use gradlift_lang::build::*;
 use gradlift_lang::deep::guard;
-use gradlift_lang::prim::PrimKind;
+use gradlift_lang::prim::{Prim, PrimKind};
 use gradlift_lang::syntax::*;
 use std::collections::HashSet;
 
@@ -170,6 +170,29 @@ impl Forward {
         }
     }
 
+    /// A size expression (whole numbers, size variables, `len` of arrays,
+    /// sums, differences and multiples of these) over lifted values: the
+    /// same expression, the arrays under `len` lifted (`len` of a lifted
+    /// array is the length of the array).
+    fn size(&mut self, e: &Expr) -> Result<Expr, AdError> {
+        guard(|| {
+            Ok(match &e.kind {
+                ExprKind::Const(_) => e.clone(),
+                ExprKind::Var(n) if self.sizes.contains(n) => e.clone(),
+                ExprKind::Builtin(Builtin::Len, args) => builtin(Builtin::Len, self.all(args)?),
+                ExprKind::Prim(p @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Neg), args) => {
+                    let args = args
+                        .iter()
+                        .map(|a| self.size(a))
+                        .collect::<Result<_, _>>()?;
+                    prim(*p, args)
+                }
+                // Not a size the type checker would take: its primal part.
+                _ => proj(self.expr(e)?, 0),
+            })
+        })
+    }
+
     fn all(&mut self, es: &[Expr]) -> Result<Vec<Expr>, AdError> {
         es.iter().map(|e| self.expr(e)).collect()
     }
@@ -288,12 +311,11 @@ impl Forward {
                         vec![e.clone()],
                     )
                 }
-                // The count is a real like any other once lifted (`len` of
-                // a lifted array, a size): its primal part.
-                Builtin::Replicate | Builtin::Take | Builtin::Drop => builtin(
-                    *b,
-                    vec![proj(self.expr(&args[0])?, 0), self.expr(&args[1])?],
-                ),
+                // The count is a size: not differentiated, and kept in the
+                // form of a size so that it stays one once simplified.
+                Builtin::Replicate | Builtin::Take | Builtin::Drop => {
+                    builtin(*b, vec![self.size(&args[0])?, self.expr(&args[1])?])
+                }
                 _ => builtin(*b, self.all(args)?),
             },
             // Tuples, projections, array literals, indexing, `if`: the same
