@@ -157,4 +157,16 @@ pub enum Error {
         /// The gradient norm there.
         grad_norm: f64,
     },
+    /// The loss or its gradient stopped being finite at a point a line
+    /// search tried: the loss may be unbounded below (a line search on a
+    /// loss that decreases for ever extends its step for ever).
+    #[error(
+        "the {what} is {value} at a point the line search tried: the loss may be unbounded below"
+    )]
+    Diverged {
+        /// "loss" or "gradient norm".
+        what: &'static str,
+        /// Its value there.
+        value: f64,
+    },
 }

@@ -224,6 +224,9 @@ pub(crate) fn norm(xs: &[f64]) -> f64 {
 }
 
 /// A borrowed loss as an argmin problem (argmin takes its problem by value).
+/// A loss or gradient that is not finite is an error: argmin's line
+/// searches would otherwise extend their step for ever on a loss that is
+/// unbounded below.
 struct Borrowed<'a>(&'a Loss);
 
 impl CostFunction for Borrowed<'_> {
@@ -231,7 +234,15 @@ impl CostFunction for Borrowed<'_> {
     type Output = f64;
 
     fn cost(&self, x: &Vec<f64>) -> Result<f64, argmin::core::Error> {
-        self.0.cost(x)
+        let value = self.0.cost(x)?;
+        if !value.is_finite() {
+            return Err(Error::Diverged {
+                what: "loss",
+                value,
+            }
+            .into());
+        }
+        Ok(value)
     }
 }
 
@@ -240,7 +251,16 @@ impl Gradient for Borrowed<'_> {
     type Gradient = Vec<f64>;
 
     fn gradient(&self, x: &Vec<f64>) -> Result<Vec<f64>, argmin::core::Error> {
-        Gradient::gradient(self.0, x)
+        let gradient = Gradient::gradient(self.0, x)?;
+        let size = norm(&gradient);
+        if !size.is_finite() {
+            return Err(Error::Diverged {
+                what: "gradient norm",
+                value: size,
+            }
+            .into());
+        }
+        Ok(gradient)
     }
 }
 
