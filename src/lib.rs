@@ -16,62 +16,26 @@ pub use gradlift_jit::Jit;
 pub use gradlift_lang as lang;
 pub use gradlift_lang::{Args, Name, SourceFile, Span, Type, Value};
 
-use gradlift_lang::{CheckedModule, Located, Signature, Spanned};
-use std::fmt;
-use thiserror::Error;
+use gradlift_lang::{CheckedModule, Signature};
+use std::sync::Arc;
 
-/// An error from any stage, printable with its source position.
-#[derive(Debug, Error)]
-pub enum Error {
-    /// The program does not parse or type-check.
-    #[error("{0}")]
-    Front(String),
-    /// No definition of that name.
-    #[error("no function named `{name}` (defined: {defined})")]
-    UnknownFunction {
-        /// The name asked for.
-        name: String,
-        /// The names that exist.
-        defined: String,
-    },
-    /// The file defines nothing.
-    #[error("the program defines no function")]
-    Empty,
-    /// Arguments that do not fit.
-    #[error("{0}")]
-    Args(String),
-    /// A run-time error.
-    #[error("{0}")]
-    Eval(String),
-    /// The function cannot be differentiated as asked.
-    #[error("{0}")]
-    Differentiate(#[from] gradlift_ad::direct::AdError),
-    /// The native backend cannot compile the program.
-    #[error("{0}")]
-    Compile(#[from] gradlift_jit::JitError),
-}
-
-fn call_error(e: gradlift_jit::CallError) -> Error {
-    match e {
-        gradlift_jit::CallError::Arguments(m) => Error::Args(format!("error: {m}")),
-        other => Error::Eval(format!("error: {other}")),
-    }
-}
+mod error;
+pub use error::{Error, ErrorKind};
 
 /// A parsed and type-checked program.
 #[derive(Clone, Debug)]
 pub struct Program {
-    source: SourceFile,
+    source: Arc<SourceFile>,
     checked: CheckedModule,
 }
 
 impl Program {
     /// Parses and type-checks `text`; `name` (a path) appears in messages.
     pub fn parse(name: &str, text: &str) -> Result<Program, Error> {
-        let source = SourceFile::new(name, text);
+        let source = Arc::new(SourceFile::new(name, text));
         match gradlift_lang::check_source(name, text) {
             Ok(checked) => Ok(Program { source, checked }),
-            Err(e) => Err(Error::Front(render(&source, &e))),
+            Err(e) => Err(Error::from(e).in_file(&source)),
         }
     }
 
@@ -92,38 +56,33 @@ impl Program {
                 program: self,
                 index,
             }),
-            None => Err(Error::UnknownFunction {
-                name: name.to_string(),
-                defined: self
-                    .checked
-                    .module
-                    .defs
-                    .iter()
-                    .map(|d| d.name.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            }),
+            None => {
+                let defined: Vec<&str> =
+                    self.checked.module.defs.iter().map(|d| &*d.name).collect();
+                Err(Error::new(
+                    ErrorKind::UnknownFunction,
+                    format!(
+                        "no function named `{name}` (defined: {})",
+                        defined.join(", ")
+                    ),
+                ))
+            }
         }
     }
 
     /// The last definition (the default for `--fn`).
     pub fn last_function(&self) -> Result<Function<'_>, Error> {
         match self.checked.module.defs.len() {
-            0 => Err(Error::Empty),
+            0 => Err(Error::new(
+                ErrorKind::UnknownFunction,
+                "the program defines no function",
+            )),
             n => Ok(Function {
                 program: self,
                 index: n - 1,
             }),
         }
     }
-}
-
-fn render<E: gradlift_lang::Spanned + fmt::Display>(source: &SourceFile, e: &E) -> String {
-    Located {
-        file: source,
-        error: e,
-    }
-    .to_string()
 }
 
 /// One definition of a [`Program`].
@@ -146,12 +105,11 @@ impl<'p> Function<'p> {
 
     /// Converts named argument values to values for its parameters.
     pub fn args(&self, args: &Args) -> Result<Vec<Value>, Error> {
-        args.values_for(self.name(), self.signature()).map_err(|e| {
-            Error::Args(match &args.source {
-                Some(src) if e.span() != Span::DUMMY => render(src, &e),
-                _ => format!("error: {e}"),
+        args.values_for(self.name(), self.signature())
+            .map_err(|e| match &args.source {
+                Some(src) => Error::from(e).in_file(&Arc::new(src.clone())),
+                None => Error::from(e),
             })
-        })
     }
 
     /// Its gradient program with respect to the parameters `wrt` (every
@@ -162,24 +120,18 @@ impl<'p> Function<'p> {
         options: GradOptions,
     ) -> Result<GradientProgram<'p>, Error> {
         let gradient =
-            gradlift_ad::pipeline::gradient(&self.program.checked, self.index, wrt, options)?;
+            gradlift_ad::pipeline::gradient(&self.program.checked, self.index, wrt, options)
+                .map_err(|e| self.locate(e))?;
         Ok(GradientProgram {
             function: *self,
             gradient,
         })
     }
 
-    fn run_error(&self, e: gradlift_lang::EvalError) -> Error {
-        match &e {
-            // Terms built by differentiation have no place in the source.
-            gradlift_lang::EvalError::At { span, message }
-                if *span == Span::DUMMY || span.is_structural() =>
-            {
-                Error::Eval(format!("error: {message}"))
-            }
-            gradlift_lang::EvalError::At { .. } => Error::Eval(render(&self.program.source, &e)),
-            gradlift_lang::EvalError::Arguments(m) => Error::Args(format!("error: {m}")),
-        }
+    /// `e` as an error pointing into the program's text (terms built by
+    /// differentiation have no place in it: their spans are dropped).
+    fn locate(&self, e: impl Into<Error>) -> Error {
+        e.into().in_file(&self.program.source)
     }
 
     /// Compiles it to native code: [`Function::optimized`], lowered.
@@ -198,7 +150,8 @@ impl<'p> Function<'p> {
         dirs: &[Value],
         jit: Option<&Jit>,
     ) -> Result<(Value, Value), Error> {
-        let program = gradlift_ad::pipeline::jvp_program(&self.program.checked, self.index)?;
+        let program = gradlift_ad::pipeline::jvp_program(&self.program.checked, self.index)
+            .map_err(|e| self.locate(e))?;
         self.run_extended(&program, args, dirs, jit)
     }
 
@@ -223,7 +176,8 @@ impl<'p> Function<'p> {
         options: GradOptions,
     ) -> Result<HessianVector, Error> {
         let program =
-            gradlift_ad::pipeline::hvp_program(&self.program.checked, self.index, options)?;
+            gradlift_ad::pipeline::hvp_program(&self.program.checked, self.index, options)
+                .map_err(|e| self.locate(e))?;
         let (primal, tangent) = self.run_extended(&program, args, dirs, jit)?;
         let wrt = self
             .signature()
@@ -243,10 +197,12 @@ impl<'p> Function<'p> {
     /// Compiles the forward-mode program once: call it with arguments and
     /// directions.
     pub fn compile_jvp(&self, jit: &Jit) -> Result<CompiledPair, Error> {
-        let program = gradlift_ad::pipeline::jvp_program(&self.program.checked, self.index)?;
+        let program = gradlift_ad::pipeline::jvp_program(&self.program.checked, self.index)
+            .map_err(|e| self.locate(e))?;
         Ok(CompiledPair {
             compiled: jit.compile(&program)?,
             values: self.value_params(),
+            caller: self.caller(),
         })
     }
 
@@ -258,11 +214,22 @@ impl<'p> Function<'p> {
             &self.program.checked,
             self.index,
             GradOptions::default(),
-        )?;
+        )
+        .map_err(|e| self.locate(e))?;
         Ok(CompiledPair {
             compiled: jit.compile(&program)?,
             values: self.value_params(),
+            caller: self.caller(),
         })
+    }
+
+    /// What a compiled derived program needs to explain its arguments in
+    /// terms of this function.
+    fn caller(&self) -> Caller {
+        Caller {
+            name: self.name().to_string(),
+            sig: self.signature().clone(),
+        }
     }
 
     fn value_params(&self) -> usize {
@@ -285,27 +252,23 @@ impl<'p> Function<'p> {
         let sig = self.signature();
         let values = sig.params.iter().filter(|(_, t)| t.is_some()).count();
         if dirs.len() != values {
-            return Err(Error::Args(format!(
-                "error: {} directions given, one per parameter that is not a size ({values}) expected",
-                dirs.len()
-            )));
+            return Err(Error::new(
+                ErrorKind::Arguments,
+                format!(
+                    "{} directions given, one per parameter that is not a size ({values}) expected",
+                    dirs.len()
+                ),
+            ));
         }
         let mut all = args.to_vec();
         all.extend(dirs.iter().cloned());
         let out = match jit {
-            Some(jit) => jit.compile(program)?.call(&all).map_err(call_error)?,
+            Some(jit) => jit
+                .compile(program)?
+                .call(&all)
+                .map_err(|e| self.caller().explain(e, args, Some(dirs)))?,
             None => {
-                // Shapes of the directions must be those of the parameters.
-                let mut shapes = sig.clone();
-                for (p, t) in &sig.params {
-                    if let Some(t) = t {
-                        shapes
-                            .params
-                            .push((Name::from(format!("{p} (direction)")), Some(t.clone())));
-                    }
-                }
-                let sizes = gradlift_lang::value::bind_sizes(self.name(), &shapes, &all)
-                    .map_err(|e| Error::Args(format!("error: {e}")))?;
+                let sizes = self.caller().check(args, Some(dirs))?;
                 let mut vars: Vec<(Name, Value)> = sizes
                     .into_iter()
                     .map(|(n, v)| (n, Value::Real(v as f64)))
@@ -314,13 +277,31 @@ impl<'p> Function<'p> {
                     vars.push((p.clone(), a.clone()));
                 }
                 gradlift_lang::interp::eval_expr(&self.program.checked, &vars, &program.body)
-                    .map_err(|e| self.run_error(e))?
+                    .map_err(|e| self.locate(e))?
             }
         };
         match out {
             Value::Tuple(parts) if parts.len() == 2 => Ok((parts[0].clone(), parts[1].clone())),
             _ => unreachable!("a forward-mode program returns a pair"),
         }
+    }
+
+    /// The Hessian-vector product program (forward mode over the
+    /// optimized gradient) over the parameters and one direction per value
+    /// parameter; see [`gradlift_ad::pipeline::hvp_program`].
+    pub fn hvp_program(&self, options: GradOptions) -> Result<gradlift_ad::inline::Closed, Error> {
+        gradlift_ad::pipeline::hvp_program(&self.program.checked, self.index, options)
+            .map_err(|e| self.locate(e))
+    }
+
+    /// Its Source UNF (Figure 9; the `unf` stage).
+    pub fn source_unf(&self) -> Result<gradlift_ad::unf::Unf, Error> {
+        gradlift_ad::pipeline::source_unf(&self.closed()).map_err(|e| self.locate(e))
+    }
+
+    /// Its Target UNF (Figure 8; the `target-unf` stage).
+    pub fn target_unf(&self) -> Result<gradlift_ad::reverse_unf::TargetUnf, Error> {
+        gradlift_ad::pipeline::target_unf(&self.closed()).map_err(|e| self.locate(e))
     }
 
     /// The definition inlined into one closed term.
@@ -332,14 +313,32 @@ impl<'p> Function<'p> {
     /// (`gradlift_ad::simplify`): single-use `let`s inlined so that maps
     /// fuse into their consumers, common terms shared, dead ones dropped.
     /// This is what [`Function::compile`] lowers.
+    ///
+    /// A function value used as data (stored in a tuple, chosen by `if`),
+    /// which the interpreter runs but native code cannot hold, is an error
+    /// of kind [`ErrorKind::Unsupported`].
     pub fn optimized(&self) -> Result<gradlift_ad::inline::Closed, Error> {
-        gradlift_ad::pipeline::optimized(self.closed()).map_err(Error::from)
+        use gradlift_ad::direct::AdError;
+        use gradlift_ad::simplify::SimplifyError;
+        gradlift_ad::pipeline::optimized(self.closed()).map_err(|e| match e {
+            AdError::Simplify(SimplifyError::HigherOrder { message, span }) => {
+                let e = Error::from(AdError::Unsupported {
+                    what: String::new(),
+                    span,
+                });
+                self.locate(
+                    e.with_kind(ErrorKind::Unsupported)
+                        .with_message(format!("native code cannot hold this: {message}")),
+                )
+            }
+            e => self.locate(e),
+        })
     }
 
     /// Evaluates it on the reference interpreter.
     pub fn eval(&self, args: &[Value]) -> Result<Value, Error> {
         gradlift_lang::interp::call(&self.program.checked, self.index, args)
-            .map_err(|e| self.run_error(e))
+            .map_err(|e| self.locate(e))
     }
 }
 
@@ -362,26 +361,75 @@ pub struct HessianVector {
     pub hvp: Vec<Value>,
 }
 
+/// The function a derived program (a gradient, a forward-mode or
+/// Hessian-vector program) comes from: arguments that do not fit are
+/// explained in its terms — its name, its parameters, and "`A` (direction)"
+/// for a direction — not in those of the derived program.
+struct Caller {
+    name: String,
+    sig: Signature,
+}
+
+impl Caller {
+    /// Checks `args` (and `dirs`, one per value parameter, shaped like it)
+    /// against the function's parameters; returns the size variables.
+    fn check(
+        &self,
+        args: &[Value],
+        dirs: Option<&[Value]>,
+    ) -> Result<std::collections::HashMap<Name, i64>, Error> {
+        let mut shapes = self.sig.clone();
+        let mut all = args.to_vec();
+        if let Some(dirs) = dirs {
+            for (p, t) in &self.sig.params {
+                if let Some(t) = t {
+                    shapes
+                        .params
+                        .push((Name::from(format!("{p} (direction)")), Some(t.clone())));
+                }
+            }
+            all.extend(dirs.iter().cloned());
+        }
+        gradlift_lang::value::bind_sizes(&self.name, &shapes, &all)
+            .map_err(|e| Error::new(ErrorKind::Arguments, e.to_string()))
+    }
+
+    /// `e`, an error of a call of the derived program, in the function's
+    /// terms when the arguments are at fault.
+    fn explain(&self, e: gradlift_jit::CallError, args: &[Value], dirs: Option<&[Value]>) -> Error {
+        if let gradlift_jit::CallError::Arguments(_) = e {
+            if let Err(own) = self.check(args, dirs) {
+                return own;
+            }
+        }
+        Error::from(e)
+    }
+}
+
 /// A compiled program over the parameters and one direction per value
 /// parameter, returning a pair (a forward-mode or Hessian-vector program).
 pub struct CompiledPair {
     compiled: gradlift_jit::Compiled,
     values: usize,
+    caller: Caller,
 }
 
 impl CompiledPair {
     /// The pair at `args` along `dirs` (shapes checked).
     pub fn call(&self, args: &[Value], dirs: &[Value]) -> Result<(Value, Value), Error> {
         if dirs.len() != self.values {
-            return Err(Error::Args(format!(
-                "error: {} directions given, {} expected",
-                dirs.len(),
-                self.values
-            )));
+            return Err(Error::new(
+                ErrorKind::Arguments,
+                format!("{} directions given, {} expected", dirs.len(), self.values),
+            ));
         }
         let mut all = args.to_vec();
         all.extend(dirs.iter().cloned());
-        match self.compiled.call(&all).map_err(call_error)? {
+        let out = self
+            .compiled
+            .call(&all)
+            .map_err(|e| self.caller.explain(e, args, Some(dirs)))?;
+        match out {
             Value::Tuple(parts) if parts.len() == 2 => Ok((parts[0].clone(), parts[1].clone())),
             _ => unreachable!("the program returns a pair"),
         }
@@ -401,14 +449,14 @@ pub struct CompiledFunction {
 impl CompiledFunction {
     /// Its value at `args` (shapes checked).
     pub fn call(&self, args: &[Value]) -> Result<Value, Error> {
-        self.compiled.call(args).map_err(call_error)
+        Ok(self.compiled.call(args)?)
     }
 
     /// Its value at `args`, written into `out`: in place, allocating
     /// nothing once warm, when `out` holds an unshared result of the same
     /// shape (see [`gradlift_jit::Compiled::call_into`]).
     pub fn call_into(&self, args: &[Value], out: &mut Value) -> Result<(), Error> {
-        self.compiled.call_into(args, out).map_err(call_error)
+        Ok(self.compiled.call_into(args, out)?)
     }
 
     /// The native code and its raw entry point (see docs/abi.md).
@@ -421,13 +469,17 @@ impl CompiledFunction {
 pub struct CompiledGradient {
     compiled: gradlift_jit::Compiled,
     wrt: usize,
+    caller: Caller,
 }
 
 impl CompiledGradient {
     /// Value and gradient at `args` (shapes checked): one cotangent per
     /// differentiated parameter.
     pub fn call(&self, args: &[Value]) -> Result<(f64, Vec<Value>), Error> {
-        let out = self.compiled.call(args).map_err(call_error)?;
+        let out = self
+            .compiled
+            .call(args)
+            .map_err(|e| self.caller.explain(e, args, None))?;
         Ok(split_gradient(out, self.wrt))
     }
 
@@ -439,7 +491,9 @@ impl CompiledGradient {
     /// `out` of an earlier call at the same sizes); see
     /// [`gradlift_jit::Compiled::call_into`].
     pub fn call_into(&self, args: &[Value], out: &mut Value) -> Result<f64, Error> {
-        self.compiled.call_into(args, out).map_err(call_error)?;
+        self.compiled
+            .call_into(args, out)
+            .map_err(|e| self.caller.explain(e, args, None))?;
         match out {
             Value::Tuple(parts) => Ok(parts[0].as_real().expect("the value is a real")),
             _ => unreachable!("a gradient program returns (value, gradient)"),
@@ -473,6 +527,7 @@ impl GradientProgram<'_> {
         Ok(CompiledGradient {
             compiled: jit.compile(&self.closed())?,
             wrt: self.gradient.wrt.len(),
+            caller: self.function.caller(),
         })
     }
 
@@ -510,8 +565,7 @@ impl GradientProgram<'_> {
     pub fn eval(&self, args: &[Value]) -> Result<(f64, Vec<Value>), Error> {
         let f = &self.function;
         let sig = f.signature();
-        let sizes = gradlift_lang::value::bind_sizes(f.name(), sig, args)
-            .map_err(|e| Error::Args(format!("error: {e}")))?;
+        let sizes = f.caller().check(args, None)?;
         let mut vars: Vec<(Name, Value)> = sizes
             .into_iter()
             .map(|(n, v)| (n, Value::Real(v as f64)))
@@ -522,7 +576,7 @@ impl GradientProgram<'_> {
             }
         }
         let out = gradlift_lang::interp::eval_expr(&f.program.checked, &vars, &self.gradient.term)
-            .map_err(|e| f.run_error(e))?;
+            .map_err(|e| f.locate(e))?;
         Ok(split_gradient(out, self.gradient.wrt.len()))
     }
 }

@@ -47,11 +47,15 @@ fn run_stage(
             Ok((def.to_string(), Some(closed.body.clone())))
         }
         "unf" => Ok((
-            gradlift::ad::pipeline::source_unf(&closed).to_string(),
+            gradlift::ad::pipeline::source_unf(&closed)
+                .unwrap()
+                .to_string(),
             None,
         )),
         "target-unf" => Ok((
-            gradlift::ad::pipeline::target_unf(&closed).to_string(),
+            gradlift::ad::pipeline::target_unf(&closed)
+                .unwrap()
+                .to_string(),
             None,
         )),
         "target" | "opt" => {

@@ -39,6 +39,28 @@ fn generated_programs_agree_everywhere() {
     assert!(fd >= 200, "{fd}");
 }
 
+#[test]
+fn generated_function_values_agree_everywhere() {
+    // Lambdas bound by `let` and called or mapped, lambdas applied where
+    // written, primitives bound by `let` (`Config::higher_order`, byte 10's
+    // bit 3): inlining removes them before differentiation.
+    let jit = Jit::new().unwrap().verify(true);
+    let (mut gradients, mut fd) = (0, 0);
+    let cases = 150u64;
+    for seed in 0..cases {
+        let mut data = (seed + 10_000).to_le_bytes().to_vec();
+        data.extend([(seed % 5) as u8, ((seed / 5) % 5) as u8, 0x08]);
+        let input = Input::from_bytes(&data);
+        assert!(input.config.higher_order);
+        let outcome = check(&input, &jit);
+        gradients += usize::from(outcome.gradients);
+        fd += outcome.finite_differences;
+    }
+    eprintln!("{cases} programs with function values: {gradients} differentiated, {fd} derivatives checked against finite differences");
+    assert!(gradients as u64 >= cases / 3, "{gradients}");
+    assert!(fd >= 100, "{fd}");
+}
+
 /// Inputs on which the fuzz target once failed (docs/reliability.md, bugs
 /// 3 and 4): the UNF route's gradient zeroed by a recurring parameter
 /// name's activity, and a NaN cotangent times a structural zero that the

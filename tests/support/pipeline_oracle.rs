@@ -17,7 +17,7 @@
 //!   finite differences of the interpreted function.
 
 use gradlift::lang::testing::{generate, Config};
-use gradlift::{Construction, Error, GradOptions, Jit, Program, Route, Type, Value};
+use gradlift::{Construction, Error, ErrorKind, GradOptions, Jit, Program, Route, Type, Value};
 
 /// Reals that may replace an argument's reals.
 pub const SPECIAL: [f64; 8] = [
@@ -46,7 +46,8 @@ pub struct Input {
 impl Input {
     /// The case a fuzzer's bytes stand for: 8 bytes of seed, one of depth
     /// (1 to 5, default 4), one of largest size (0 to 4, default 3), one
-    /// whose low bit asks for special values, then one byte per real.
+    /// whose low bit asks for special values and whose bit 3 (0x08) for
+    /// function values (`Config::higher_order`), then one byte per real.
     pub fn from_bytes(data: &[u8]) -> Input {
         let mut seed = [0u8; 8];
         for (s, d) in seed.iter_mut().zip(data) {
@@ -59,6 +60,7 @@ impl Input {
             config: Config {
                 depth: data.get(8).map_or(4, |&b| 1 + u32::from(b) % 5),
                 max_size: data.get(9).map_or(3, |&b| i64::from(b) % 5),
+                higher_order: byte(10) & 0x08 != 0,
             },
             picks: (byte(10) & 1 == 1).then(|| data.iter().skip(11).copied().collect()),
         }
@@ -93,7 +95,13 @@ fn same(a: &[Value], b: &[Value]) -> bool {
 }
 
 fn unsupported(e: &Error) -> bool {
-    matches!(e, Error::Compile(gradlift::jit::JitError::Unsupported(_)))
+    e.kind() == ErrorKind::Unsupported
+}
+
+/// Both engines fail the same way: at run time, or on the arguments.
+fn same_failure(a: &Error, b: &Error) -> bool {
+    (a.is_runtime() && b.is_runtime())
+        || (a.kind() == ErrorKind::Arguments && b.kind() == ErrorKind::Arguments)
 }
 
 /// Runs the case through every engine; panics on a disagreement.
@@ -135,8 +143,7 @@ pub fn check(input: &Input, jit: &Jit) -> Outcome {
                     "JIT {got}, interpreter {want}\n{text}\nargs {args:?}"
                 ),
                 // A run-time error, or a special value given as a size.
-                (Err(Error::Eval(_)), Err(Error::Eval(_)))
-                | (Err(Error::Args(_)), Err(Error::Args(_))) => {}
+                (Err(a), Err(b)) if same_failure(&a, b) => {}
                 (got, want) => panic!("JIT {got:?}, interpreter {want:?}\n{text}\nargs {args:?}"),
             }
             outcome.native = true;
@@ -178,8 +185,7 @@ pub fn check(input: &Input, jit: &Jit) -> Outcome {
                         "{options:?}: native ({v1}, {g1:?}), interpreted ({v2}, {g2:?})\n{text}\nargs {args:?}\n{}",
                         g.term()
                     ),
-                    (Err(Error::Eval(_)), Err(Error::Eval(_)))
-                    | (Err(Error::Args(_)), Err(Error::Args(_))) => {}
+                    (Err(a), Err(b)) if same_failure(&a, b) => {}
                     (got, want) => panic!(
                         "{options:?}: native {got:?}, interpreted {want:?}\n{text}\nargs {args:?}"
                     ),

@@ -44,7 +44,7 @@ use gradlift_lang::interp::free_vars;
 use gradlift_lang::scope::Scope;
 use gradlift_lang::syntax::*;
 use gradlift_lang::types::Typer;
-use gradlift_lang::{Prim, Span};
+use gradlift_lang::{Prim, Span, Spanned};
 use std::collections::{HashMap, HashSet};
 use thiserror::Error;
 
@@ -83,6 +83,25 @@ pub enum AdError {
     /// Simplification failed (a broken invariant of the gradient program).
     #[error("simplifying the gradient program: {0}")]
     Simplify(#[from] crate::simplify::SimplifyError),
+    /// A function value that inlining could not remove (see
+    /// [`crate::inline::first_order`]).
+    #[error("{message}")]
+    FunctionValue {
+        /// What is wrong and what to write instead.
+        message: String,
+        /// Where.
+        span: Span,
+    },
+}
+
+impl Spanned for AdError {
+    fn span(&self) -> Span {
+        match self {
+            AdError::Unsupported { span, .. } | AdError::FunctionValue { span, .. } => *span,
+            AdError::Simplify(e) => e.span(),
+            AdError::NotScalar { .. } | AdError::UnknownParameter(_) => Span::DUMMY,
+        }
+    }
 }
 
 pub(crate) type AdResult<T> = Result<T, AdError>;

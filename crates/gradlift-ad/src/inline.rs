@@ -11,13 +11,26 @@
 //!   becomes `(a, b. a + b)`, `exp` becomes `(a. exp(a))`, a definition's
 //!   name becomes a lambda whose body is the inlined call;
 //! - every binder has a name used nowhere else in the term, so later passes
-//!   substitute without capture.
+//!   substitute without capture;
+//! - a function value bound by `let` (`let g = fun (y: R) -> y * y in …`,
+//!   `let h = exp in …`, through further `let`s) is not bound: each use is
+//!   a copy of it with fresh binders — a call `g(x)` is β-reduced to
+//!   `let y = x in y * y`, an array operation's argument `map g A` gets the
+//!   lambda — and a lambda applied where it is written is β-reduced too.
+//!   (A function's free variables keep their meaning: they were renamed
+//!   where it was written, to names bound nowhere else.)
+//!
+//! Function values that are data — stored in a tuple, chosen by `if` —
+//! are left as they are: the interpreter and the simplifier handle them,
+//! differentiation does not, and [`first_order`] says so, pointing at the
+//! text.
 //!
 //! The result type-checks with the definition's parameter types (the
 //! verifier checks this after the pass). Let chains are walked by a loop and
 //! every other recursion goes through `deep::guard`, so inlining is linear
 //! in the size of the output and safe on deep terms.
 
+use crate::direct::AdError;
 use crate::names::NameSupply;
 use gradlift_lang::build;
 use gradlift_lang::deep::guard;
@@ -71,10 +84,11 @@ pub fn inline(module: &CheckedModule, index: usize) -> Closed {
         module,
         names,
         renames: Scope::new(),
+        copying: false,
     };
     // The definition's own names stand for themselves.
     for (p, _) in &sig.params {
-        inliner.renames.push(p.clone(), p.clone());
+        inliner.renames.push(p.clone(), Bound::Name(p.clone()));
     }
     let frame = Frame {
         def: index,
@@ -110,8 +124,26 @@ impl Frame {
 struct Inliner<'m> {
     module: &'m CheckedModule,
     names: NameSupply,
-    /// Source name → name in the output.
-    renames: Scope<Name>,
+    /// Source name → what it stands for in the output.
+    renames: Scope<Bound>,
+    /// Copying an output term with fresh binders ([`Inliner::instance`]):
+    /// its free names are output names, not definitions or sizes.
+    copying: bool,
+}
+
+/// What a name of the input stands for.
+#[derive(Clone, Debug)]
+enum Bound {
+    /// The output's variable of that name.
+    Name(Name),
+    /// A function value (an output lambda, or a primitive): each use is a
+    /// fresh copy.
+    Fun(Arc<Expr>),
+}
+
+/// Whether `e` (an output term) is a function value that uses may copy.
+fn is_static_fun(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Lambda(..) | ExprKind::PrimFn(_))
 }
 
 impl Inliner<'_> {
@@ -119,7 +151,7 @@ impl Inliner<'_> {
         match pat {
             Pattern::Var(n, s) => {
                 let fresh = self.names.fresh(n);
-                self.renames.push(n.clone(), fresh.clone());
+                self.renames.push(n.clone(), Bound::Name(fresh.clone()));
                 Pattern::Var(fresh, *s)
             }
             Pattern::Wild(s) => Pattern::Wild(*s),
@@ -128,10 +160,50 @@ impl Inliner<'_> {
     }
 
     fn def_named(&self, n: &str) -> Option<usize> {
-        if self.renames.get(n).is_some() {
+        if self.copying || self.renames.get(n).is_some() {
             return None;
         }
         self.module.index_of(n)
+    }
+
+    /// A copy of the function value `f` (an output term) with fresh
+    /// binders, at `span`.
+    fn instance(&mut self, f: &Expr, span: Span) -> Expr {
+        let outer = std::mem::take(&mut self.renames);
+        let copying = std::mem::replace(&mut self.copying, true);
+        let frame = Frame {
+            def: usize::MAX,
+            sizes: HashMap::new(),
+        };
+        let mut copy = self.expr(f, &frame);
+        self.copying = copying;
+        self.renames = outer;
+        copy.span = span;
+        copy
+    }
+
+    /// `f(args)` for a function value `f` written out (an output lambda
+    /// with fresh binders, or a primitive): `let p₁ = a₁ in … body`.
+    fn beta(&mut self, f: Expr, args: Vec<Expr>, span: Span) -> Expr {
+        match f.kind {
+            ExprKind::PrimFn(p) => Expr::new(ExprKind::Prim(p, args), span),
+            ExprKind::Lambda(ref params, ref body) if params.len() == args.len() => {
+                let mut out = Expr::clone(body);
+                for (param, arg) in params.iter().zip(args).rev() {
+                    out = Expr::new(
+                        ExprKind::Let {
+                            pat: param.pat.clone(),
+                            ty: param.ty.clone(),
+                            value: Box::new(arg),
+                            body: Box::new(out),
+                        },
+                        span,
+                    );
+                }
+                out
+            }
+            _ => Expr::new(ExprKind::Apply(Box::new(f), args), span),
+        }
     }
 
     fn expr(&mut self, e: &Expr, frame: &Frame) -> Expr {
@@ -143,7 +215,13 @@ impl Inliner<'_> {
         let kind = match &e.kind {
             ExprKind::Var(n) => {
                 if let Some(r) = self.renames.get(n) {
-                    ExprKind::Var(r.clone())
+                    match r {
+                        Bound::Name(r) => ExprKind::Var(r.clone()),
+                        Bound::Fun(f) => {
+                            let f = f.clone();
+                            return self.instance(&f, span);
+                        }
+                    }
                 } else if let Some(s) = frame.sizes.get(n) {
                     return build::size(s);
                 } else {
@@ -172,7 +250,8 @@ impl Inliner<'_> {
                         return self.call(callee, span, args, frame);
                     }
                 }
-                ExprKind::Apply(Box::new(self.expr(f, frame)), args)
+                let f = self.expr(f, frame);
+                return self.beta(f, args, span);
             }
             ExprKind::ArrayOp(op, f, args) => {
                 let f = self.function(f, op.fn_arity(), frame);
@@ -209,7 +288,42 @@ impl Inliner<'_> {
             body,
         } = &e.kind
         {
-            let value = self.expr(value, frame);
+            let mut value = self.expr(value, frame);
+            if let Pattern::Var(n, _) = pat {
+                // A function value, maybe at the end of a `let` chain whose
+                // bindings come first (their names are unique).
+                let mut inner = Vec::new();
+                while let ExprKind::Let { .. } = value.kind {
+                    let ExprKind::Let {
+                        pat,
+                        ty,
+                        value: v,
+                        body,
+                    } = std::mem::replace(&mut value.kind, ExprKind::Const(0.0))
+                    else {
+                        unreachable!("matched a let")
+                    };
+                    inner.push((value.span, pat, ty, *v));
+                    value = *body;
+                }
+                if is_static_fun(&value) {
+                    bindings.extend(inner);
+                    self.renames.push(n.clone(), Bound::Fun(Arc::new(value)));
+                    e = body;
+                    continue;
+                }
+                while let Some((span, pat, ty, v)) = inner.pop() {
+                    value = Expr::new(
+                        ExprKind::Let {
+                            pat,
+                            ty,
+                            value: Box::new(v),
+                            body: Box::new(value),
+                        },
+                        span,
+                    );
+                }
+            }
             let pat = self.bind(pat);
             bindings.push((e.span, pat, ty.as_ref().map(|t| frame.ty(t)), value));
             e = body;
@@ -248,7 +362,7 @@ impl Inliner<'_> {
         for ((pname, pty), arg) in sig.params.iter().zip(args) {
             if pty.is_some() {
                 let fresh = self.names.fresh(pname);
-                self.renames.push(pname.clone(), fresh.clone());
+                self.renames.push(pname.clone(), Bound::Name(fresh.clone()));
                 lets.push((fresh, arg));
             }
         }
@@ -264,15 +378,7 @@ impl Inliner<'_> {
     fn function(&mut self, f: &Expr, arity: usize, frame: &Frame) -> Expr {
         match &f.kind {
             ExprKind::Lambda(..) => self.expr(f, frame),
-            ExprKind::PrimFn(p) => {
-                let params: Vec<Name> = ["a", "b"][..arity]
-                    .iter()
-                    .map(|b| self.names.fresh(b))
-                    .collect();
-                let args = params.iter().map(build::var).collect();
-                let body = build::prim(*p, args);
-                build::lambda(params.iter().map(build::pvar).collect(), body)
-            }
+            ExprKind::PrimFn(p) => self.eta(*p, arity),
             ExprKind::Var(n) if self.def_named(n).is_some() => {
                 let callee = self.def_named(n).expect("checked");
                 let params: Vec<Name> = ["a", "b"][..arity]
@@ -283,7 +389,135 @@ impl Inliner<'_> {
                 let body = self.call(callee, f.span, args, frame);
                 build::lambda(params.iter().map(build::pvar).collect(), body)
             }
-            _ => self.expr(f, frame),
+            _ => match self.expr(f, frame) {
+                // A `let`-bound primitive.
+                Expr {
+                    kind: ExprKind::PrimFn(p),
+                    ..
+                } => self.eta(p, arity),
+                // A `let`-bound lambda: as the argument of an array
+                // operation, its parameters' types are the elements'.
+                Expr {
+                    kind: ExprKind::Lambda(ref params, ref body),
+                    span,
+                } => Expr::new(
+                    ExprKind::Lambda(
+                        params
+                            .iter()
+                            .map(|p| Param {
+                                pat: p.pat.clone(),
+                                ty: None,
+                            })
+                            .collect(),
+                        body.clone(),
+                    ),
+                    span,
+                ),
+                f => f,
+            },
         }
     }
+
+    /// `(a, b. p(a, b))`.
+    fn eta(&mut self, p: gradlift_lang::Prim, arity: usize) -> Expr {
+        let params: Vec<Name> = ["a", "b"][..arity]
+            .iter()
+            .map(|b| self.names.fresh(b))
+            .collect();
+        let args = params.iter().map(build::var).collect();
+        let body = build::prim(p, args);
+        build::lambda(params.iter().map(build::pvar).collect(), body)
+    }
 }
+
+/// Checks that an inlined term is first order, as differentiation needs:
+/// every lambda and primitive used as a value is the function argument of
+/// an array operation, and nothing else is applied. Inlining removes every
+/// function value bound by `let` or applied where written; what remains is
+/// a function stored in a tuple or an array, or chosen by `if`, and the
+/// error points at it and says what to write instead.
+pub fn first_order(body: &Expr) -> Result<(), AdError> {
+    check_first_order(body, Parent::Other)
+}
+
+/// Where a term stands, for the messages of [`first_order`].
+#[derive(Clone, Copy, PartialEq)]
+enum Parent {
+    /// The function argument of an array operation.
+    OpFunction,
+    /// A component of a tuple or an element of an array literal.
+    Data,
+    /// A branch of `if`.
+    Branch,
+    Other,
+}
+
+fn check_first_order(e: &Expr, parent: Parent) -> Result<(), AdError> {
+    guard(|| {
+        let refuse = |message: &str| {
+            Err(AdError::FunctionValue {
+                message: message.to_string(),
+                span: e.span,
+            })
+        };
+        match &e.kind {
+            ExprKind::Lambda(_, body) => match parent {
+                Parent::OpFunction => check_first_order(body, Parent::Other),
+                Parent::Data => refuse(STORED),
+                Parent::Branch => refuse(CHOSEN),
+                Parent::Other => refuse(AS_VALUE),
+            },
+            ExprKind::PrimFn(_) => match parent {
+                Parent::OpFunction => Ok(()),
+                Parent::Data => refuse(STORED),
+                Parent::Branch => refuse(CHOSEN),
+                Parent::Other => refuse(AS_VALUE),
+            },
+            ExprKind::Apply(..) => refuse(UNKNOWN_CALL),
+            ExprKind::ArrayOp(_, f, args) => {
+                if !matches!(f.kind, ExprKind::Lambda(..)) {
+                    return Err(AdError::FunctionValue {
+                        message: UNKNOWN_CALL.to_string(),
+                        span: f.span,
+                    });
+                }
+                check_first_order(f, Parent::OpFunction)?;
+                args.iter()
+                    .try_for_each(|a| check_first_order(a, Parent::Other))
+            }
+            ExprKind::Let { .. } => {
+                let mut cur = e;
+                while let ExprKind::Let { value, body, .. } = &cur.kind {
+                    check_first_order(value, Parent::Other)?;
+                    cur = body;
+                }
+                check_first_order(cur, Parent::Other)
+            }
+            ExprKind::Tuple(es) | ExprKind::ArrayLit(es) => es
+                .iter()
+                .try_for_each(|x| check_first_order(x, Parent::Data)),
+            ExprKind::If(c, t, f) => {
+                check_first_order(c, Parent::Other)?;
+                check_first_order(t, Parent::Branch)?;
+                check_first_order(f, Parent::Branch)
+            }
+            _ => e
+                .children()
+                .into_iter()
+                .try_for_each(|c| check_first_order(c, Parent::Other)),
+        }
+    })
+}
+
+const STORED: &str = "gradlift cannot differentiate a function stored in a tuple or an array: \
+bind it with `let` and call it, or pass it to `map`, `reduce`, … directly";
+const CHOSEN: &str =
+    "gradlift cannot differentiate a function chosen by `if`: call each function in \
+its own branch instead (`if c then f(x) else g(x)`)";
+const AS_VALUE: &str =
+    "gradlift cannot differentiate a function used as a value here: call it, bind \
+it with `let`, or pass it to an array operation";
+const UNKNOWN_CALL: &str =
+    "gradlift cannot differentiate a call of a function that is known only when \
+the program runs (chosen by `if`, or taken from a tuple): call the function itself, \
+in each branch";

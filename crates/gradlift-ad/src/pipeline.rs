@@ -14,7 +14,7 @@
 //! invariants of the Target after the passes that produce it.
 
 use crate::direct::{self, AdError, Construction, Route};
-use crate::inline::{inline, Closed};
+use crate::inline::{first_order, inline, Closed};
 use crate::reverse_unf::{reverse_unf, TargetUnf};
 use crate::simplify::{is_first_order, simplify_avoiding, Options as SimplifyOptions};
 use crate::unf::{unf, Unf};
@@ -110,6 +110,7 @@ pub fn gradient(
     options: Options,
 ) -> Result<Gradient, AdError> {
     let mut closed = inline(module, index);
+    first_order(&closed.body)?;
     if let Some(schedule) = options.checkpoint {
         closed.body = with_checkpoints(&closed.body, schedule);
     }
@@ -159,13 +160,14 @@ pub fn with_checkpoints(e: &Expr, schedule: Schedule) -> Expr {
 }
 
 /// The Source UNF of definition `index` (the `unf` stage).
-pub fn source_unf(closed: &Closed) -> Unf {
-    unf(&closed.context(), &closed.size_vars, &closed.body)
+pub fn source_unf(closed: &Closed) -> Result<Unf, AdError> {
+    first_order(&closed.body)?;
+    Ok(unf(&closed.context(), &closed.size_vars, &closed.body))
 }
 
 /// The Target UNF (the `target-unf` stage).
-pub fn target_unf(closed: &Closed) -> TargetUnf {
-    reverse_unf(source_unf(closed))
+pub fn target_unf(closed: &Closed) -> Result<TargetUnf, AdError> {
+    Ok(reverse_unf(source_unf(closed)?))
 }
 
 /// The invariants of a gradient program: it type-checks over the
@@ -193,6 +195,7 @@ pub fn verify(g: &Gradient) -> Result<(), String> {
 /// `(value, tangent)`.
 pub fn jvp_program(module: &CheckedModule, index: usize) -> Result<Closed, AdError> {
     let closed = inline(module, index);
+    first_order(&closed.body)?;
     let mut j = crate::forward::jvp(&closed)?;
     j.body = simplify_avoiding(&j.body, &SimplifyOptions::default(), &j.size_vars)?;
     verify_closed(&j);

@@ -10,11 +10,11 @@ use gradlift_lang::testing::{generate, Config};
 use gradlift_lang::{check_module, check_source};
 
 fn round_trip(closed: &gradlift_ad::inline::Closed) {
-    let u = source_unf(closed);
+    let u = source_unf(closed).unwrap();
     let text = u.to_string();
     let back = parse_unf(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert_eq!(back.to_string(), text);
-    let t = target_unf(closed);
+    let t = target_unf(closed).unwrap();
     let text = t.to_string();
     let back = parse_target_unf(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert_eq!(back.to_string(), text);

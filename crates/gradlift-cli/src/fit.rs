@@ -43,6 +43,8 @@ pub(crate) struct FitArgs {
     /// Print one JSON object on stdout.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    limits: crate::Limits,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -84,9 +86,7 @@ impl FitMethod {
 /// An error of the optimizer crate as the CLI prints it.
 fn report(e: Error) -> String {
     match e {
-        Error::Gradlift(
-            g @ (gradlift::Error::Front(_) | gradlift::Error::Args(_) | gradlift::Error::Eval(_)),
-        ) => g.to_string(),
+        Error::Gradlift(g) => crate::explain(g),
         Error::Start {
             message,
             located: true,
@@ -128,7 +128,7 @@ pub(crate) fn run(a: FitArgs) -> Result<(), String> {
         Some(text) => read_args("--data", text)?,
         None => Args::default(),
     };
-    let mut loss = Loss::from_args(&function, &jit()?, &start, &data).map_err(report)?;
+    let mut loss = Loss::from_args(&function, &jit(&a.limits)?, &start, &data).map_err(report)?;
     let bar = if std::io::stderr().is_terminal() {
         indicatif::ProgressBar::new(a.iters)
     } else {

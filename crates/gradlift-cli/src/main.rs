@@ -187,6 +187,62 @@ struct Run {
     /// Print one JSON object on stdout.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    limits: Limits,
+}
+
+/// The limits of native code, for every command that runs it.
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// The most workspace native code may allocate for one call: bytes, or
+    /// a number with a unit (`512MiB`, `8GiB`, `10GB`). The arrays a
+    /// program builds live there; a call that needs more stops with an
+    /// error saying how much it needs.
+    #[arg(long, value_name = "BYTES", default_value = "4GiB", value_parser = parse_bytes)]
+    max_workspace: u64,
+}
+
+/// A round number of bytes, at least `needed`, as --max-workspace reads it.
+fn enough(needed: u64) -> String {
+    for (unit, size) in [("TiB", 1u64 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20)] {
+        if needed > size {
+            return format!("{}{unit}", needed.div_ceil(size));
+        }
+    }
+    format!("{}KiB", needed.div_ceil(1 << 10))
+}
+
+/// `4096`, `4KiB`, `512MiB`, `8GiB`, `1TiB`, `10GB`, `1.5GiB`.
+fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "t" | "tib" => 1 << 40,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        other => {
+            return Err(format!(
+                "`{other}` is not a unit of bytes (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)"
+            ))
+        }
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of bytes, such as 4096 or 8GiB"))?;
+    let bytes = value * scale as f64;
+    if !(bytes.is_finite() && bytes >= 1.0 && bytes <= (1u64 << 62) as f64) {
+        return Err(format!("`{text}` is not between 1 byte and 4 EiB"));
+    }
+    Ok(bytes as u64)
 }
 
 #[derive(clap::Args, Debug)]
@@ -254,8 +310,13 @@ struct BenchArgs {
     /// Print one JSON object on stdout.
     #[arg(long)]
     json: bool,
+    /// Differentiate with respect to these parameters only (comma-separated).
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    wrt: Option<Vec<String>>,
     #[command(flatten)]
     checkpoint: Checkpointing,
+    #[command(flatten)]
+    limits: Limits,
 }
 
 #[derive(clap::Args, Debug)]
@@ -329,8 +390,26 @@ enum Engine {
     Interp,
 }
 
-fn jit() -> Result<gradlift::Jit, String> {
-    gradlift::Jit::new().map_err(|e| format!("error: {e}"))
+pub(crate) fn jit(limits: &Limits) -> Result<gradlift::Jit, String> {
+    gradlift::Jit::new()
+        .map(|jit| jit.max_workspace(limits.max_workspace))
+        .map_err(|e| format!("error: {e}"))
+}
+
+/// A facade error as the command line prints it: the message with its
+/// position, and for a workspace limit, the flag that raises it.
+pub(crate) fn explain(e: gradlift::Error) -> String {
+    match e.kind() {
+        gradlift::ErrorKind::MemoryLimit { needed, .. } => {
+            gradlift::Error::new(e.kind(), e.message())
+                .with_note(format!(
+                    "raise the limit with --max-workspace (--max-workspace {} is enough), or run on the interpreter with --engine interp",
+                    enough(needed)
+                ))
+                .to_string()
+        }
+        _ => e.to_string(),
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -397,7 +476,7 @@ fn main() -> ExitCode {
 fn load(path: &PathBuf) -> Result<Program, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("error: cannot read `{}`: {e}", path.display()))?;
-    Program::parse(&path.display().to_string(), &text).map_err(|e| e.to_string())
+    Program::parse(&path.display().to_string(), &text).map_err(explain)
 }
 
 fn function<'p>(program: &'p Program, target: &Target) -> Result<Function<'p>, String> {
@@ -405,7 +484,7 @@ fn function<'p>(program: &'p Program, target: &Target) -> Result<Function<'p>, S
         Some(name) => program.function(name),
         None => program.last_function(),
     }
-    .map_err(|e| format!("error: {e}"))
+    .map_err(explain)
 }
 
 /// Reads `--at`-style arguments: inline text, or `@file.json`.
@@ -431,13 +510,16 @@ fn eval(a: Run) -> Result<(), String> {
     let program = load(&a.target.file)?;
     let function = function(&program, &a.target)?;
     let args = read_args("--at", &a.at)?;
-    let values = function.args(&args).map_err(|e| e.to_string())?;
+    let values = function.args(&args).map_err(explain)?;
     let interp = || function.eval(&values);
     let value = match a.engine {
         Engine::Interp => interp(),
-        Engine::Jit => native(function.compile(&jit()?).map(|f| f.call(&values)), interp),
+        Engine::Jit => native(
+            function.compile(&jit(&a.limits)?).map(|f| f.call(&values)),
+            interp,
+        ),
     }
-    .map_err(|e| e.to_string())?;
+    .map_err(explain)?;
     if a.json {
         println!("{}", serde_json::json!({ "value": value.to_json() }));
     } else {
@@ -449,29 +531,24 @@ fn eval(a: Run) -> Result<(), String> {
 /// The result of native code, with the reference interpreter as the
 /// authority on errors: a run-time error in native code is reported as the
 /// interpreter reports it, with its position in the source, and a program
-/// the JIT cannot compile (a Target-only form) runs on the interpreter.
+/// the JIT cannot compile (a Target-only form) runs on the interpreter. A
+/// call refused for its workspace is the native code's own error (the
+/// interpreter, with limits of its own, would be slower to say less).
 fn native<T>(
     compiled: Result<Result<T, gradlift::Error>, gradlift::Error>,
     interp: impl FnOnce() -> Result<T, gradlift::Error>,
 ) -> Result<T, gradlift::Error> {
+    use gradlift::ErrorKind;
     match compiled {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(gradlift::Error::Eval(native))) => match interp() {
-            // Out of workspace: the interpreter's error has the position;
-            // the note says why the native code stopped.
-            Err(e) if native.contains("bytes of workspace") => {
-                let native = native.strip_prefix("error: ").unwrap_or(&native);
-                Err(gradlift::Error::Eval(format!(
-                    "{e}\nnote: the native code (the default engine) stops too: {native}"
-                )))
-            }
+        Ok(Err(native)) if native.kind() == ErrorKind::Runtime => match interp() {
             Err(e) => Err(e),
             // Native code failed where the interpreter does not: report it.
-            Ok(_) => Err(gradlift::Error::Eval(native)),
+            Ok(_) => Err(native),
         },
         Ok(Err(e)) => Err(e),
-        Err(gradlift::Error::Compile(gradlift::jit::JitError::Unsupported(what))) => {
-            eprintln!("note: the JIT does not support {what} yet; running on the interpreter");
+        Err(e) if e.kind() == ErrorKind::Unsupported => {
+            eprintln!("note: {}; running on the interpreter", e.message());
             interp()
         }
         Err(e) => Err(e),
@@ -507,7 +584,7 @@ fn grad(a: GradArgs) -> Result<(), String> {
     let program = load(&a.run.target.file)?;
     let function = function(&program, &a.run.target)?;
     let args = read_args("--at", &a.run.at)?;
-    let values = function.args(&args).map_err(|e| e.to_string())?;
+    let values = function.args(&args).map_err(explain)?;
     let wrt: Option<Vec<Name>> = a
         .wrt
         .map(|w| w.iter().map(|n| Name::from(n.trim())).collect());
@@ -516,19 +593,28 @@ fn grad(a: GradArgs) -> Result<(), String> {
             wrt.as_deref(),
             with_checkpoint(a.via, false, true, a.checkpoint.checkpoint.0),
         )
-        .map_err(|e| format!("error: {e}"))?;
+        .map_err(explain)?;
     let interp = || program.eval(&values);
     let (value, grads) = match a.run.engine {
         Engine::Interp => interp(),
-        Engine::Jit => native(program.compile(&jit()?).map(|g| g.call(&values)), interp),
+        Engine::Jit => native(
+            program
+                .compile(&jit(&a.run.limits)?)
+                .map(|g| g.call(&values)),
+            interp,
+        ),
     }
     .map_err(|e| {
         // The gradient program is generated: where the function itself
         // fails at these arguments, its error points into the user's source.
-        match function.eval(&values) {
-            Err(primal @ gradlift::Error::Eval(_)) => primal.to_string(),
-            _ => e.to_string(),
+        if e.kind() == gradlift::ErrorKind::Runtime {
+            if let Err(primal) = function.eval(&values) {
+                if primal.kind() == gradlift::ErrorKind::Runtime {
+                    return explain(primal);
+                }
+            }
         }
+        explain(e)
     })?;
     let names: Vec<&str> = program.wrt().collect();
     if a.run.json {
@@ -557,20 +643,19 @@ fn emit(a: EmitArgs) -> Result<(), String> {
     let closed = function.closed();
     let target_jit = || match &a.triple {
         Some(t) => gradlift::Jit::for_target(t).map_err(|e| format!("error: {e}")),
-        None => jit(),
+        None => jit(&Limits {
+            max_workspace: gradlift::jit::DEFAULT_MAX_WORKSPACE,
+        }),
     };
     let gradient = || {
         function
             .gradient(None, options(a.via, false, true))
-            .map_err(|e| format!("error: {e}"))
+            .map_err(explain)
     };
     let hvp = || {
-        let module = program.module();
-        let index = module
-            .index_of(&closed.name)
-            .ok_or_else(|| format!("error: no function `{}`", closed.name))?;
-        gradlift::ad::pipeline::hvp_program(module, index, options(a.via, false, true))
-            .map_err(|e| format!("error: {e}"))
+        function
+            .hvp_program(options(a.via, false, true))
+            .map_err(explain)
     };
     if let Some(path) = &a.object {
         let triple = a.triple.clone().unwrap_or_else(gradlift::Jit::host_triple);
@@ -581,7 +666,7 @@ fn emit(a: EmitArgs) -> Result<(), String> {
         } else {
             None
         };
-        let own = function.optimized().map_err(|e| format!("error: {e}"))?;
+        let own = function.optimized().map_err(explain)?;
         let mut functions = vec![&own];
         functions.extend(grad.as_ref());
         let bytes = jit.object(&functions).map_err(|e| format!("error: {e}"))?;
@@ -618,15 +703,15 @@ fn emit(a: EmitArgs) -> Result<(), String> {
                 closed.body.clone()
             )
         ),
-        Stage::Unf => print!("{}", gradlift::ad::pipeline::source_unf(&closed)),
-        Stage::TargetUnf => print!("{}", gradlift::ad::pipeline::target_unf(&closed)),
+        Stage::Unf => print!("{}", function.source_unf().map_err(explain)?),
+        Stage::TargetUnf => print!("{}", function.target_unf().map_err(explain)?),
         Stage::Clif | Stage::Asm => {
             let program = if a.hvp {
                 hvp()?
             } else if a.grad {
                 gradient()?.closed()
             } else {
-                function.optimized().map_err(|e| format!("error: {e}"))?
+                function.optimized().map_err(explain)?
             };
             let jit = target_jit()?;
             let text = match stage {
@@ -643,14 +728,14 @@ fn emit(a: EmitArgs) -> Result<(), String> {
         }
         Stage::Opt if !a.grad => {
             // What `Function::compile` lowers.
-            let own = function.optimized().map_err(|e| format!("error: {e}"))?;
+            let own = function.optimized().map_err(explain)?;
             print!("{}", def(own.name.to_string(), own.ret.clone(), own.body));
         }
         Stage::Target | Stage::Opt => {
             let optimize = matches!(stage, Stage::Opt);
             let g = function
                 .gradient(None, options(a.via, a.literal, optimize))
-                .map_err(|e| format!("error: {e}"))?;
+                .map_err(explain)?;
             let grads: Vec<gradlift::Type> = closed.context().into_iter().map(|(_, t)| t).collect();
             let grad_ty = if grads.len() == 1 {
                 grads[0].clone()
@@ -720,20 +805,10 @@ fn cost(a: CostArgs) -> Result<(), String> {
     let function = function(&program, &a.target)?;
     let sizes = read_sizes(&a.sizes)?;
     let closed = function.closed();
-    if let Some(v) = closed.size_vars.iter().find(|v| !sizes.contains_key(*v)) {
-        return Err(format!(
-            "error: the size `{v}` has no value: give it with --sizes {v}=…"
-        ));
-    }
-    if let Some(v) = sizes.keys().find(|v| !closed.size_vars.contains(v)) {
-        return Err(format!(
-            "error: --sizes: `{v}` is not a size variable of `{}`",
-            closed.name
-        ));
-    }
+    check_size_names(&closed.name, &closed.size_vars, &sizes)?;
     let g = function
         .gradient(None, options(a.via, false, true))
-        .map_err(|e| format!("error: {e}"))?;
+        .map_err(explain)?;
     let ctx = closed.context();
     let primal = cost(&ctx, &closed.size_vars, &closed.body).map_err(|e| format!("error: {e}"))?;
     let gradient =
@@ -802,24 +877,9 @@ fn check_bench_sizes(
     sig: &gradlift::lang::types::Signature,
     sizes: &std::collections::HashMap<Name, i64>,
 ) -> Result<(), String> {
-    if let Some(v) = sig.size_vars.iter().find(|v| !sizes.contains_key(*v)) {
-        return Err(format!(
-            "error: the size `{v}` has no value: give it with --sizes {v}=…"
-        ));
-    }
+    check_size_names(name, &sig.size_vars, sizes)?;
     let mut given: Vec<&Name> = sizes.keys().collect();
     given.sort();
-    if let Some(v) = given.iter().find(|v| !sig.size_vars.contains(v)) {
-        let known: Vec<&str> = sig.size_vars.iter().map(|v| &**v).collect();
-        return Err(format!(
-            "error: --sizes: `{v}` is not a size variable of `{name}` (its sizes: {})",
-            if known.is_empty() {
-                "none".to_string()
-            } else {
-                known.join(", ")
-            }
-        ));
-    }
     const MAX_LEN: i64 = 1 << 40;
     if let Some(v) = given.iter().find(|v| sizes[**v] > MAX_LEN) {
         return Err(format!(
@@ -861,6 +921,35 @@ fn flat_reals(ty: &gradlift::Type, sizes: &std::collections::HashMap<Name, i64>)
         }
         _ => 0,
     }
+}
+
+/// Every name given to `--sizes` is a size variable of the function `name`
+/// (an unknown one is named with the function's sizes), and every size
+/// variable has a value.
+fn check_size_names<V>(
+    name: &str,
+    size_vars: &[Name],
+    sizes: &std::collections::HashMap<Name, V>,
+) -> Result<(), String> {
+    let mut given: Vec<&Name> = sizes.keys().collect();
+    given.sort();
+    if let Some(v) = given.iter().find(|v| !size_vars.contains(v)) {
+        let known: Vec<&str> = size_vars.iter().map(|v| &**v).collect();
+        return Err(format!(
+            "error: --sizes: `{v}` is not a size variable of `{name}` ({})",
+            if known.is_empty() {
+                format!("`{name}` has no sizes")
+            } else {
+                format!("its sizes: {}", known.join(", "))
+            }
+        ));
+    }
+    if let Some(v) = size_vars.iter().find(|v| !sizes.contains_key(*v)) {
+        return Err(format!(
+            "error: the size `{v}` of `{name}` has no value: give it with --sizes {v}=…"
+        ));
+    }
+    Ok(())
 }
 
 /// Deterministic inputs: reals in [0.5, 1.5) from a fixed sequence.
@@ -926,25 +1015,32 @@ fn bench(a: BenchArgs) -> Result<(), String> {
     let function = function(&program, &a.target)?;
     let sig = function.signature();
     check_bench_sizes(function.name(), sig, &sizes)?;
-    let jit = jit()?;
+    let jit = jit(&a.limits)?;
     let schedule = a.checkpoint.checkpoint.0;
+    let wrt: Option<Vec<Name>> = a
+        .wrt
+        .as_ref()
+        .map(|w| w.iter().map(|n| Name::from(n.trim())).collect());
     // Compile time: text to native gradient, the median of several runs.
     let name = a.target.function.clone();
     let compile = || -> Result<(), String> {
-        let program = Program::parse(&a.target.file.display().to_string(), &text)
-            .map_err(|e| e.to_string())?;
+        let program =
+            Program::parse(&a.target.file.display().to_string(), &text).map_err(explain)?;
         let f = match &name {
             Some(n) => program.function(n),
             None => program.last_function(),
         }
-        .map_err(|e| format!("error: {e}"))?;
+        .map_err(explain)?;
         let g = f
-            .gradient(None, with_checkpoint(Via::Unf, false, true, schedule))
-            .map_err(|e| format!("error: {e}"))?;
-        g.compile(&jit).map_err(|e| e.to_string())?;
+            .gradient(
+                wrt.as_deref(),
+                with_checkpoint(Via::Unf, false, true, schedule),
+            )
+            .map_err(explain)?;
+        g.compile(&jit).map_err(explain)?;
         Ok(())
     };
-    let compile_ns = median_ns(0.5, compile)?;
+    let compile_ns = median_ns(a.seconds.min(0.5), compile)?;
     let mut state = 42u64;
     let mut args = Vec::new();
     for (p, t) in &sig.params {
@@ -955,11 +1051,14 @@ fn bench(a: BenchArgs) -> Result<(), String> {
             })? as f64),
         });
     }
-    let primal = function.compile(&jit).map_err(|e| e.to_string())?;
+    let primal = function.compile(&jit).map_err(explain)?;
     let g = function
-        .gradient(None, with_checkpoint(Via::Unf, false, true, schedule))
-        .map_err(|e| format!("error: {e}"))?;
-    let grad = g.compile(&jit).map_err(|e| e.to_string())?;
+        .gradient(
+            wrt.as_deref(),
+            with_checkpoint(Via::Unf, false, true, schedule),
+        )
+        .map_err(explain)?;
+    let grad = g.compile(&jit).map_err(explain)?;
     // Flat buffers, prepared once: the timed region is the native call.
     let bound = gradlift::lang::value::bind_sizes(function.name(), sig, &args)
         .map_err(|e| format!("error: {e}"))?;
@@ -981,20 +1080,20 @@ fn bench(a: BenchArgs) -> Result<(), String> {
         v.flatten(&mut xs);
         xs.len()
     };
-    let mut primal_out = vec![0.0; out_len(primal.call(&args).map_err(|e| e.to_string())?)];
-    let (value, grads) = grad.call(&args).map_err(|e| e.to_string())?;
+    let mut primal_out = vec![0.0; out_len(primal.call(&args).map_err(explain)?)];
+    let (value, grads) = grad.call(&args).map_err(explain)?;
     let mut grad_out = vec![0.0; 1 + grads.into_iter().map(out_len).sum::<usize>()];
     let _ = value;
     let primal_ns = median_ns(a.seconds, || {
         primal
             .native()
             .call_flat(&size_values, &inputs, &mut primal_out)
-            .map_err(|e| e.to_string())
+            .map_err(|e| format!("error: {e}"))
     })?;
     let grad_ns = median_ns(a.seconds, || {
         grad.native()
             .call_flat(&size_values, &inputs, &mut grad_out)
-            .map_err(|e| e.to_string())
+            .map_err(|e| format!("error: {e}"))
     })?;
     // The cost model beside the measurements.
     let closed = function.closed();
@@ -1058,15 +1157,15 @@ fn jvp(a: DirArgs) -> Result<(), String> {
     let function = function(&program, &a.run.target)?;
     let values = function
         .args(&read_args("--at", &a.run.at)?)
-        .map_err(|e| e.to_string())?;
+        .map_err(explain)?;
     let dirs = directions(&function, &a.dir)?;
     let jit = match a.run.engine {
-        Engine::Jit => Some(jit()?),
+        Engine::Jit => Some(jit(&a.run.limits)?),
         Engine::Interp => None,
     };
     let (value, tangent) = function
         .jvp(&values, &dirs, jit.as_ref())
-        .map_err(|e| e.to_string())?;
+        .map_err(explain)?;
     if a.run.json {
         println!(
             "{}",
@@ -1084,10 +1183,10 @@ fn hvp(a: DirArgs) -> Result<(), String> {
     let function = function(&program, &a.run.target)?;
     let values = function
         .args(&read_args("--at", &a.run.at)?)
-        .map_err(|e| e.to_string())?;
+        .map_err(explain)?;
     let dirs = directions(&function, &a.dir)?;
     let jit = match a.run.engine {
-        Engine::Jit => Some(jit()?),
+        Engine::Jit => Some(jit(&a.run.limits)?),
         Engine::Interp => None,
     };
     let r = function
@@ -1097,7 +1196,7 @@ fn hvp(a: DirArgs) -> Result<(), String> {
             jit.as_ref(),
             with_checkpoint(Via::Unf, false, true, a.checkpoint.checkpoint.0),
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(explain)?;
     let names: Vec<String> = function
         .signature()
         .params
@@ -1138,9 +1237,7 @@ const HESSIAN_LIMIT: usize = 1000;
 fn hessian(a: Run) -> Result<(), String> {
     let program = load(&a.target.file)?;
     let function = function(&program, &a.target)?;
-    let values = function
-        .args(&read_args("--at", &a.at)?)
-        .map_err(|e| e.to_string())?;
+    let values = function.args(&read_args("--at", &a.at)?).map_err(explain)?;
     let sig = function.signature();
     let inputs: Vec<&gradlift::Value> = sig
         .params
@@ -1164,7 +1261,7 @@ fn hessian(a: Run) -> Result<(), String> {
         ));
     }
     let jit = match a.engine {
-        Engine::Jit => Some(jit()?),
+        Engine::Jit => Some(jit(&a.limits)?),
         Engine::Interp => None,
     };
     let mut rows = Vec::with_capacity(total);
@@ -1193,7 +1290,7 @@ fn hessian(a: Run) -> Result<(), String> {
             .collect();
         let r = function
             .hvp(&values, &dirs, jit.as_ref())
-            .map_err(|e| e.to_string())?;
+            .map_err(explain)?;
         value = r.value;
         let mut row = Vec::new();
         for h in &r.hvp {

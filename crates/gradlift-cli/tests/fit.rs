@@ -262,3 +262,26 @@ fn bad_fit_input_is_a_clear_error() {
         "error: `s` is a size, a whole number fixed by the data: it cannot be fitted"
     );
 }
+
+#[test]
+fn a_loss_unbounded_below_stops() {
+    // A line search along a loss that decreases for ever extended its step
+    // for ever; now the first non-finite loss stops it.
+    let path = temp_path("linear.grad");
+    std::fs::write(&path, "def f(x: R) -> R = 12 * x\n").unwrap();
+    let file = path.to_str().unwrap();
+    let out = gradlift(&["fit", file, "--params", "x=1.5", "--iters", "5"]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("the loss may be unbounded below"), "{text}");
+    let message = error(&[
+        "fit", file, "--params", "x=1.5", "--iters", "5", "--method", "cg",
+    ]);
+    assert!(
+        message.contains("the loss may be unbounded below"),
+        "{message}"
+    );
+}

@@ -1231,12 +1231,11 @@ impl Translator<'_, '_> {
                 }
             }
         }
-        // `iota(n)[i]` is `i`: the range is not stored. It is still limited
-        // to what could be stored (`MAX_WORKSPACE`), so a huge size fails as
-        // it would otherwise, instead of running a loop for hours.
-        // So is a variable bound to one.
+        // `iota(n)[i]` is `i`: the range is not stored, so it takes no
+        // workspace, whatever its length (a valid size: a whole number in
+        // 0 ..= 2⁴⁰). So is a variable bound to one.
         if let Some(size) = self.range_size(e) {
-            return Ok(Source::Iota(self.range_len(&size)?));
+            return Ok(Source::Iota(self.count(&size)?));
         }
         // `shift1L`/`shift1R` of a map whose elements cannot fail: the
         // consumer computes only the elements it reads (all but the first
@@ -1330,20 +1329,6 @@ impl Translator<'_, '_> {
         }
     }
 
-    /// The length of `iota(size)` read element by element, limited to
-    /// what could be stored.
-    fn range_len(&mut self, size: &Expr) -> Result<Value, JitError> {
-        let n = self.count(size)?;
-        let limit = (crate::MAX_WORKSPACE / 8) as i64;
-        let fits = self
-            .b
-            .ins()
-            .icmp_imm_s(IntCC::SignedLessThanOrEqual, n, limit);
-        let bytes = self.b.ins().ishl_imm_s(n, 3);
-        self.check(fits, Status::WorkspaceTooSmall, bytes);
-        Ok(n)
-    }
-
     /// `map (p. if p == c then A else B) R` for an index range `R`, a
     /// whole constant `c >= 0` and reals `A` and `B` that do not mention
     /// `p` and cannot fail — the reverse of reading `x[c]` — as a
@@ -1391,7 +1376,7 @@ impl Translator<'_, '_> {
         let (Values::Real(hit), Values::Real(miss)) = (self.lower(hit)?, self.lower(miss)?) else {
             return Ok(None);
         };
-        let len = self.range_len(&size)?;
+        let len = self.count(&size)?;
         Ok(Some(Source::OneHot {
             at: c as i64,
             hit,

@@ -25,8 +25,9 @@ use gradlift_lang::value::bind_sizes;
 use gradlift_lang::Value;
 use std::sync::{Arc, Mutex};
 
-/// The largest workspace [`Compiled::call`] grows to, in bytes (4 GiB).
-pub const MAX_WORKSPACE: usize = 1 << 32;
+/// The largest workspace the safe calls of a [`Compiled`] grow to, in
+/// bytes, unless [`Jit::max_workspace`] says otherwise: 4 GiB.
+pub const DEFAULT_MAX_WORKSPACE: u64 = 1 << 32;
 
 /// A compiler to native code: for the host (it runs what it compiles), or,
 /// from [`Jit::for_target`], for another target (it prints and writes
@@ -35,6 +36,7 @@ pub struct Jit {
     isa: OwnedTargetIsa,
     verify: bool,
     host: bool,
+    max_workspace: u64,
 }
 
 /// Cranelift's settings for every target: `opt_level=speed`, its own
@@ -71,6 +73,7 @@ impl Jit {
             isa,
             verify: cfg!(debug_assertions),
             host: true,
+            max_workspace: DEFAULT_MAX_WORKSPACE,
         })
     }
 
@@ -92,6 +95,7 @@ impl Jit {
             isa,
             verify: cfg!(debug_assertions),
             host: false,
+            max_workspace: DEFAULT_MAX_WORKSPACE,
         })
     }
 
@@ -103,6 +107,21 @@ impl Jit {
     /// The target triple code is generated for.
     pub fn triple(&self) -> String {
         self.isa.triple().to_string()
+    }
+
+    /// The largest workspace, in bytes, that the safe calls of the
+    /// functions compiled from now on allocate ([`DEFAULT_MAX_WORKSPACE`],
+    /// 4 GiB, unless set): a call that needs more fails with
+    /// [`CallError::WorkspaceLimit`], allocating nothing. Callers of
+    /// [`Compiled::raw`] size the workspace themselves.
+    pub fn max_workspace(mut self, bytes: u64) -> Jit {
+        self.max_workspace = bytes;
+        self
+    }
+
+    /// The workspace limit of the functions it compiles.
+    pub fn workspace_limit(&self) -> u64 {
+        self.max_workspace
     }
 
     /// Runs (or not) Cranelift's verifier on every function compiled.
@@ -350,6 +369,7 @@ impl Jit {
             },
             name: closed.name.to_string(),
             bound,
+            max_workspace: self.max_workspace,
             pool: Mutex::new(Vec::new()),
         })
     }
@@ -418,11 +438,33 @@ impl Workspace {
     /// memory, not a resize: the old contents are dead (freed first), and
     /// the allocator's zeroed pages are only made resident as the code
     /// touches them.
-    fn replace_memory(&mut self, bytes: u64) {
+    fn replace_memory(&mut self, bytes: u64) -> Result<(), CallError> {
         self.memory = Vec::new();
-        self.memory = vec![0; bytes.div_ceil(8) as usize];
+        self.memory = zeroed_words(bytes.div_ceil(8)).ok_or(CallError::OutOfMemory { bytes })?;
+        Ok(())
     }
 }
+
+/// `n` zeroed words, or `None` if the allocator refuses them (rather than
+/// aborting the process, as `vec![0; n]` would). The pages are zeroed by
+/// the allocator, so they become resident only as they are touched.
+fn zeroed_words(n: u64) -> Option<Vec<u64>> {
+    let n = usize::try_from(n).ok()?;
+    if n == 0 {
+        return Some(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<u64>(n).ok()?;
+    // SAFETY: `layout` has a non-zero size.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut u64;
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: `ptr` was allocated by the global allocator with the layout
+    // of `n` words, all of them initialized (zero).
+    Some(unsafe { Vec::from_raw_parts(ptr, n, n) })
+}
+
+impl Workspace {}
 
 /// A compiled function. `Send + Sync`: calls from several threads each
 /// take their own workspace from a pool.
@@ -433,6 +475,8 @@ pub struct Compiled {
     sig: Signature,
     name: String,
     bound: WorkspaceBound,
+    /// The largest workspace the safe calls allocate, in bytes.
+    max_workspace: u64,
     pool: Mutex<Vec<Workspace>>,
 }
 
@@ -516,8 +560,19 @@ impl Compiled {
         words.extend(ws.inputs.iter().map(|d| d.as_ptr() as i64));
         ws.words = words;
         let n = r?;
+        // The result is memory the call allocates too: within the limit,
+        // and refused rather than aborting when the allocator says no.
+        let bytes = (n as u64).saturating_mul(8);
+        if bytes > self.max_workspace {
+            return Err(CallError::OutputLimit {
+                needed: bytes,
+                limit: self.max_workspace,
+            });
+        }
         let mut data = std::mem::take(&mut ws.out);
         data.clear();
+        data.try_reserve_exact(n)
+            .map_err(|_| CallError::OutOfMemory { bytes })?;
         data.resize(n, 0.0);
         let r = self.execute(ws, &mut data);
         if r.is_ok() {
@@ -624,10 +679,11 @@ impl Compiled {
         // The workspace the bound asks for, allocated once for the sizes
         // (at sizes seen before, one comparison).
         let vars = self.sig.size_vars.len();
+        let limit = self.max_workspace;
         if ws.bound_sizes.as_deref() != Some(&ws.words[..vars]) {
             if let Some(need) = self.bound.at(&ws.words[..vars]) {
-                if need <= MAX_WORKSPACE as u64 && need > ws.memory.len() as u64 * 8 {
-                    ws.replace_memory(need);
+                if need <= limit && need > ws.memory.len() as u64 * 8 {
+                    ws.replace_memory(need)?;
                 }
             }
             let seen = ws.bound_sizes.get_or_insert_with(Vec::new);
@@ -654,12 +710,16 @@ impl Compiled {
                 Some(Status::WorkspaceTooSmall) => {
                     // Doubling stops at the limit; only a call that needs
                     // more than the limit fails.
-                    let doubled = (2 * ws.memory.len() as u64 * 8).min(MAX_WORKSPACE as u64);
+                    let have = ws.memory.len() as u64 * 8;
+                    let doubled = (2 * have).min(limit);
                     let needed = (info as u64).max(doubled).max(1024);
-                    if needed > MAX_WORKSPACE as u64 || ws.memory.len() * 8 >= MAX_WORKSPACE {
-                        return Err(CallError::WorkspaceLimit(info as u64));
+                    if info as u64 > limit || have >= limit {
+                        return Err(CallError::WorkspaceLimit {
+                            needed: (info as u64).max(have + 1),
+                            limit,
+                        });
                     }
-                    ws.replace_memory(needed);
+                    ws.replace_memory(needed)?;
                 }
                 Some(s) => return Err(CallError::Status(s)),
                 None => unreachable!("the generated code returns a status, got {status}"),

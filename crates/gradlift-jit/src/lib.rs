@@ -31,7 +31,7 @@ mod values;
 mod workspace;
 
 pub use abi::{RawFn, Status};
-pub use jit::{Compiled, Jit, MAX_WORKSPACE};
+pub use jit::{Compiled, Jit, DEFAULT_MAX_WORKSPACE};
 pub use workspace::WorkspaceBound;
 
 /// Why a term could not be compiled.
@@ -60,7 +60,63 @@ pub enum CallError {
     /// The code stopped with an error status.
     #[error("{}", .0.describe())]
     Status(Status),
-    /// The code needs more workspace than [`MAX_WORKSPACE`] bytes.
-    #[error("the call needs at least {0} bytes of workspace, more than the limit of 4 GiB")]
-    WorkspaceLimit(u64),
+    /// The code needs more workspace than the limit ([`Jit::max_workspace`]).
+    #[error(
+        "the native code needs at least {} of workspace for this call, more than its limit of {}",
+        bytes_text(*.needed), bytes_text(*.limit)
+    )]
+    WorkspaceLimit {
+        /// The bytes the call needs at least.
+        needed: u64,
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// The result takes more memory than the limit ([`Jit::max_workspace`]).
+    #[error(
+        "the result of this call takes {}, more than the limit of {} on the memory a call allocates",
+        bytes_text(*.needed), bytes_text(*.limit)
+    )]
+    OutputLimit {
+        /// The bytes of the result.
+        needed: u64,
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// The allocator refused memory within the limit.
+    #[error("the system could not allocate {} for this call", bytes_text(*.bytes))]
+    OutOfMemory {
+        /// The bytes asked for.
+        bytes: u64,
+    },
+}
+
+impl CallError {
+    /// Whether a limit of [`Jit::max_workspace`] stopped the call (raising
+    /// it lets the call run).
+    pub fn is_limit(&self) -> bool {
+        matches!(
+            self,
+            CallError::WorkspaceLimit { .. } | CallError::OutputLimit { .. }
+        )
+    }
+}
+
+/// A number of bytes for people: `4 GiB`, `1.5 MiB`, `4800000000 bytes (4.5 GiB)`.
+pub fn bytes_text(bytes: u64) -> String {
+    const UNITS: [(&str, u64); 4] = [
+        ("TiB", 1 << 40),
+        ("GiB", 1 << 30),
+        ("MiB", 1 << 20),
+        ("KiB", 1 << 10),
+    ];
+    for (unit, size) in UNITS {
+        if bytes >= size {
+            return if bytes.is_multiple_of(size) {
+                format!("{} {unit}", bytes / size)
+            } else {
+                format!("{bytes} bytes ({:.1} {unit})", bytes as f64 / size as f64)
+            };
+        }
+    }
+    format!("{bytes} bytes")
 }

@@ -50,10 +50,67 @@ fn run_time_errors_are_statuses() {
 
 #[test]
 fn a_huge_size_is_refused_not_allocated() {
-    let f = compile("def f(s: size) -> R = reduce (+) 0 (iota(s))");
+    // A result past the limit: refused, nothing allocated.
+    let f = compile("def f(s: size) -> [R; s] = map (i. i * 2) (iota(s))");
     let got = f.call(&[Value::Real(1e11)]);
-    assert!(matches!(got, Err(CallError::WorkspaceLimit(_))), "{got:?}");
+    assert!(
+        matches!(got, Err(CallError::OutputLimit { needed, limit })
+            if needed == 8e11 as u64 && limit == gradlift_jit::DEFAULT_MAX_WORKSPACE),
+        "{got:?}"
+    );
+    // A stored array past the limit: refused, nothing allocated.
+    let f = compile("def f(s: size) -> R = len(iota(s))");
+    let got = f.call(&[Value::Real(1e11)]);
+    assert!(
+        matches!(got, Err(CallError::WorkspaceLimit { needed, limit })
+            if needed >= 8e11 as u64 && limit == gradlift_jit::DEFAULT_MAX_WORKSPACE),
+        "{got:?}"
+    );
+    // A size past 2^40 is not a size.
+    let f = compile("def f(s: size) -> R = reduce (+) 0 (iota(s))");
+    let got = f.call(&[Value::Real(1e13)]);
+    assert!(matches!(got, Err(CallError::Arguments(_))), "{got:?}");
     assert_eq!(f.call(&[Value::Real(4.0)]).unwrap().as_real(), Some(6.0));
+}
+
+#[test]
+fn a_range_read_by_a_loop_takes_no_workspace() {
+    // 600 million steps would need 4.8 GB if the range were stored; it is
+    // not, so the call runs under a limit of one kilobyte.
+    let source = "def f(x: R, s: size) -> R = foldl (a, i. a * 0.5 + 1) x (iota(s))";
+    let checked = gradlift_lang::check_source("<test>", source).unwrap();
+    let closed = gradlift_ad::inline::inline(&checked, 0);
+    let f = gradlift_jit::Jit::new()
+        .unwrap()
+        .max_workspace(1024)
+        .compile(&closed)
+        .unwrap();
+    let got = f.call(&[Value::Real(1.0), Value::Real(6e8)]).unwrap();
+    assert_eq!(got.as_real(), Some(2.0));
+    assert!(f.workspace_bound().at(&[600_000_000]).unwrap() <= 1024);
+}
+
+#[test]
+fn the_workspace_limit_is_a_setting() {
+    // The prefix sums are stored: n + 1 reals of workspace.
+    let source = "def f(A: [R; n]) -> R = let v = scanl (+) 0 A in reduce (+) 0 (map2 (*) (shift1L v) A) + reduce max (-inf) v";
+    let checked = gradlift_lang::check_source("<test>", source).unwrap();
+    let closed = gradlift_ad::inline::inline(&checked, 0);
+    let small = gradlift_jit::Jit::new().unwrap().max_workspace(4000);
+    let f = small.compile(&closed).unwrap();
+    // 400 reals fit in 4000 bytes; 1000 do not.
+    let ones = |n: usize| vec![Value::reals(&vec![1.0; n])];
+    assert_eq!(f.call(&ones(400)).unwrap().as_real(), Some(80600.0));
+    let got = f.call(&ones(1000));
+    assert!(
+        matches!(got, Err(CallError::WorkspaceLimit { needed, limit: 4000 }) if needed >= 8000),
+        "{got:?}"
+    );
+    let message = got.unwrap_err().to_string();
+    assert!(
+        message.contains("more than its limit of 4000 bytes"),
+        "{message}"
+    );
 }
 
 #[test]

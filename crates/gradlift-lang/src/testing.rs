@@ -47,6 +47,10 @@ pub struct Config {
     pub depth: u32,
     /// Largest value drawn for a size variable.
     pub max_size: i64,
+    /// Also function values: lambdas bound by `let` and called or mapped,
+    /// lambdas applied where written, primitives bound by `let`. (Off, a
+    /// seed gives the program it gave before these forms existed.)
+    pub higher_order: bool,
 }
 
 impl Default for Config {
@@ -54,6 +58,7 @@ impl Default for Config {
         Config {
             depth: 4,
             max_size: 3,
+            higher_order: false,
         }
     }
 }
@@ -481,6 +486,9 @@ impl Gen {
 
     fn real(&mut self, depth: u32) -> Expr {
         let d = depth - 1;
+        if self.config.higher_order && self.rng.chance(12) {
+            return self.function_value(d);
+        }
         match self.rng.below(16) {
             0..=2 => {
                 let ops = [Prim::Add, Prim::Sub, Prim::Mul];
@@ -603,6 +611,81 @@ impl Gen {
                     let mapped = arr_op(ArrayOp::Map, f, vec![pairs]);
                     self.reduce(mapped, 0)
                 }
+            }
+        }
+    }
+
+    /// A real computed through a function value: `let f = fun (p: R) -> e
+    /// in f(a) * f(b)`, `(fun (p: R, q: R) -> e)(a, b)`, `let g = sin in
+    /// g(a)`, or `let f = fun (p: R) -> e in reduce (+) 0 (map f A)`.
+    fn function_value(&mut self, d: u32) -> Expr {
+        let typed = |names: &[Name]| {
+            names
+                .iter()
+                .map(|n| Param {
+                    pat: Pattern::Var(n.clone(), Default::default()),
+                    ty: Some(Type::Real),
+                })
+                .collect::<Vec<_>>()
+        };
+        let let_fun = |f: &Name, value: Expr, body: Expr| {
+            e(ExprKind::Let {
+                pat: Pattern::Var(f.clone(), Default::default()),
+                ty: None,
+                value: Box::new(value),
+                body: Box::new(body),
+            })
+        };
+        let apply = |f: Expr, args: Vec<Expr>| e(ExprKind::Apply(Box::new(f), args));
+        match self.rng.below(4) {
+            0 => {
+                let (f, p) = (self.name("f"), self.name("p"));
+                let body = self.bind(&[(p.clone(), Type::Real)], |g| g.expr(&Type::Real, d));
+                let lambda = e(ExprKind::Lambda(
+                    typed(std::slice::from_ref(&p)),
+                    body.into(),
+                ));
+                let a = self.expr(&Type::Real, d);
+                let b = self.expr(&Type::Real, d);
+                let calls = prim(
+                    Prim::Mul,
+                    vec![apply(var(&f), vec![a]), apply(var(&f), vec![b])],
+                );
+                let_fun(&f, lambda, calls)
+            }
+            1 => {
+                let (p, q) = (self.name("p"), self.name("q"));
+                let body = self.bind(&[(p.clone(), Type::Real), (q.clone(), Type::Real)], |g| {
+                    g.expr(&Type::Real, d)
+                });
+                let lambda = e(ExprKind::Lambda(typed(&[p, q]), body.into()));
+                let a = self.expr(&Type::Real, d);
+                let b = self.expr(&Type::Real, d);
+                apply(lambda, vec![a, b])
+            }
+            2 => {
+                let g = self.name("g");
+                let op = self.pick(&[Prim::Sin, Prim::Cos, Prim::Tanh]);
+                let a = self.expr(&Type::Real, d);
+                let_fun(&g, e(ExprKind::PrimFn(op)), apply(var(&g), vec![a]))
+            }
+            _ => {
+                let (f, p) = (self.name("f"), self.name("p"));
+                let body = self.bind(&[(p.clone(), Type::Real)], |g| g.expr(&Type::Real, d));
+                let lambda = e(ExprKind::Lambda(
+                    typed(std::slice::from_ref(&p)),
+                    body.into(),
+                ));
+                let sizes = self.known_sizes();
+                let n = self.pick(&sizes);
+                let array = self.expr(&Type::array(Type::Real, n), d);
+                let mapped = arr_op(ArrayOp::Map, var(&f), vec![array]);
+                let sum = arr_op(
+                    ArrayOp::Reduce,
+                    e(ExprKind::PrimFn(Prim::Add)),
+                    vec![c(0.0), mapped],
+                );
+                let_fun(&f, lambda, sum)
             }
         }
     }

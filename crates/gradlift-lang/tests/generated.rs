@@ -34,6 +34,7 @@ fn deep_generated_programs_also_work() {
     let config = Config {
         depth: 7,
         max_size: 4,
+        higher_order: false,
     };
     for seed in 0..200 {
         let case = generate(seed, &config);
