@@ -104,32 +104,41 @@ fn same_failure(a: &Error, b: &Error) -> bool {
         || (a.kind() == ErrorKind::Arguments && b.kind() == ErrorKind::Arguments)
 }
 
+impl Input {
+    /// The program's text and its arguments, special values put in.
+    pub fn program(&self) -> (String, Vec<Value>) {
+        let case = generate(self.seed, &self.config);
+        let args: Vec<Value> = match &self.picks {
+            None => case.args.clone(),
+            Some(picks) => {
+                let mut picks = picks.iter();
+                case.args
+                    .iter()
+                    .map(|a| {
+                        let mut reals = Vec::new();
+                        a.flatten(&mut reals);
+                        for r in &mut reals {
+                            match picks.next() {
+                                Some(&p) if (p as usize) < SPECIAL.len() => {
+                                    *r = SPECIAL[p as usize]
+                                }
+                                _ => {}
+                            }
+                        }
+                        a.with_reals(&mut reals.into_iter())
+                    })
+                    .collect()
+            }
+        };
+        (case.text(), args)
+    }
+}
+
 /// Runs the case through every engine; panics on a disagreement.
 pub fn check(input: &Input, jit: &Jit) -> Outcome {
     let mut outcome = Outcome::default();
-    let case = generate(input.seed, &input.config);
     let special = input.picks.is_some();
-    let args: Vec<Value> = match &input.picks {
-        None => case.args.clone(),
-        Some(picks) => {
-            let mut picks = picks.iter();
-            case.args
-                .iter()
-                .map(|a| {
-                    let mut reals = Vec::new();
-                    a.flatten(&mut reals);
-                    for r in &mut reals {
-                        match picks.next() {
-                            Some(&p) if (p as usize) < SPECIAL.len() => *r = SPECIAL[p as usize],
-                            _ => {}
-                        }
-                    }
-                    a.with_reals(&mut reals.into_iter())
-                })
-                .collect()
-        }
-    };
-    let text = case.text();
+    let (text, args) = input.program();
     let program = Program::parse("gen.grad", &text)
         .unwrap_or_else(|e| panic!("a generated program does not check: {e}\n{text}"));
     let f = program.last_function().unwrap();
