@@ -308,7 +308,7 @@ impl Forward {
                             vec![pvar(&i)],
                             tuple(vec![var(&i), Expr::structural_zero()]),
                         ),
-                        vec![e.clone()],
+                        vec![builtin(Builtin::Iota, vec![self.size(&args[0])?])],
                     )
                 }
                 // The count is a size: not differentiated, and kept in the

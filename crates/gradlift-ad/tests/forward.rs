@@ -171,3 +171,15 @@ fn gradient_and_hessian_vector_product_without_the_value() {
     }
     assert!(checked > 50, "{checked} programs checked");
 }
+
+/// The length of a range is a size: forward mode keeps it one, lifting the
+/// arrays under its `len` (the `commands` fuzz target found the Hessian-
+/// vector product of this shape ill-typed: `x0 * x0` on lifted pairs).
+#[test]
+fn a_range_whose_length_reads_an_array_stays_a_size() {
+    let text = "def main(x0: R) -> R = reduce min inf (map (i. log(x0 * x0 + 0.5)) (iota(len(map (j. log(x0 * x0 + 0.5)) (iota(3))))))";
+    let m = gradlift_lang::check_source("t.grad", text).unwrap();
+    let h = gradlift_ad::pipeline::hvp_program(&m, 0, Default::default()).unwrap();
+    let ty = gradlift_lang::types::check_expr(&h.context(), &h.size_vars, &h.body).unwrap();
+    assert_eq!(ty, h.ret);
+}
