@@ -175,7 +175,7 @@ impl Error {
 
 /// A span that points into text, or `None`.
 fn known(span: Span) -> Option<Span> {
-    (span != Span::DUMMY && !span.is_structural()).then_some(span)
+    span.is_text().then_some(span)
 }
 
 impl fmt::Display for Error {

@@ -136,9 +136,16 @@ impl Input {
 
 /// Runs the case through every engine; panics on a disagreement.
 pub fn check(input: &Input, jit: &Jit) -> Outcome {
-    let mut outcome = Outcome::default();
-    let special = input.picks.is_some();
     let (text, args) = input.program();
+    check_program(&text, &args, input.picks.is_some(), jit)
+}
+
+/// Runs the last function of `text` at `args` through every engine;
+/// `special` says whether special values may be among the arguments.
+pub fn check_program(text: &str, args: &[Value], special: bool, jit: &Jit) -> Outcome {
+    let mut outcome = Outcome::default();
+    let args = args.to_vec();
+    let text = text.to_string();
     let program = Program::parse("gen.grad", &text)
         .unwrap_or_else(|e| panic!("a generated program does not check: {e}\n{text}"));
     let f = program.last_function().unwrap();

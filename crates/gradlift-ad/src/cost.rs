@@ -163,28 +163,11 @@ impl Cost {
     }
 }
 
-/// The cost of one primitive (Figure 11 and the extensions above).
+/// The cost of one primitive (Figure 11 and the extensions above): the
+/// `cost` column of the primitive table.
 pub fn prim_cost(p: Prim) -> Cost {
-    match p {
-        Prim::Add | Prim::Sub => Cost::of(3.0, 1.0, 0.0, 0.0),
-        Prim::Mul | Prim::Div => Cost::of(3.0, 0.0, 1.0, 0.0),
-        Prim::Pow => Cost::of(3.0, 0.0, 0.0, 1.0),
-        Prim::Min | Prim::Max | Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge | Prim::Eq | Prim::Ne => {
-            Cost::of(3.0, 1.0, 0.0, 0.0)
-        }
-        Prim::And | Prim::Or => Cost::of(3.0, 0.0, 0.0, 0.0),
-        Prim::Not => Cost::of(2.0, 0.0, 0.0, 0.0),
-        Prim::Neg
-        | Prim::Sin
-        | Prim::Cos
-        | Prim::Tan
-        | Prim::Exp
-        | Prim::Log
-        | Prim::Sqrt
-        | Prim::Tanh
-        | Prim::Abs
-        | Prim::Sign => Cost::of(2.0, 0.0, 0.0, 1.0),
-    }
+    let [moves, adds, mults, nlops] = p.info().cost.map(f64::from);
+    Cost::of(moves, adds, mults, nlops)
 }
 
 /// A term the cost model does not cover.

@@ -589,7 +589,7 @@ impl Deriver {
                 r
             }
             ExprKind::Prim(p, args) => {
-                if p.info().kind != gradlift_lang::prim::PrimKind::Real {
+                if p.info().kind() != gradlift_lang::prim::PrimKind::Real {
                     return unsupported("a condition outside `if`");
                 }
                 let args: Vec<Expr> = self

@@ -214,7 +214,7 @@ impl Forward {
                 tuple(vec![e.clone(), Expr::structural_zero()])
             }
             ExprKind::Var(_) => e.clone(),
-            ExprKind::Prim(p, args) => match p.info().kind {
+            ExprKind::Prim(p, args) => match p.info().kind() {
                 PrimKind::Compare => {
                     let args = self.all(args)?;
                     prim(*p, args.into_iter().map(|a| proj(a, 0)).collect())

@@ -181,7 +181,7 @@ fn higher_order(e: &Expr, counter: &mut u64) -> Expr {
         let e = e.map_children(&mut |c| higher_order(c, counter));
         *counter += 1;
         match &e.kind {
-            ExprKind::Prim(p, args) if p.info().kind == PrimKind::Real => {
+            ExprKind::Prim(p, args) if p.info().kind() == PrimKind::Real => {
                 let args = args.clone();
                 match *counter % 4 {
                     // (fun (x0: R, …) -> x0 op …)(args)

@@ -50,3 +50,37 @@ fn malformed_text_is_an_error_with_a_line() {
     let e = parse_unf("# context: (x: R)\nvar_{1;2}").unwrap_err();
     assert!(e.message.contains("no entry"), "{e}");
 }
+
+/// A module built without text (all spans dummy) instantiates each call
+/// of a definition by its own sizes: the type checker gives the calls
+/// distinct spans before recording their instantiations by span.
+#[test]
+fn calls_of_a_module_without_text_keep_their_own_sizes() {
+    use gradlift_lang::{Expr, Span};
+    fn dummy(e: &Expr) -> Expr {
+        let mut out = e.map_children(&mut dummy);
+        out.span = Span::DUMMY;
+        out
+    }
+    let text = "def h(p: [R; k]) -> R = len(map2 (a, b. a + b) (if p[0] < 0 then replicate(k, 1) else p) p)\n\
+                def main(x: R) -> R = h([x, 2]) + h([x, x, 3])";
+    let mut module = gradlift_lang::parse_module(text).unwrap();
+    for def in &mut module.defs {
+        def.body = dummy(&def.body);
+    }
+    let checked = gradlift_lang::check_module(module).unwrap();
+    let closed = gradlift_ad::inline::inline(&checked, 1);
+    let ty = gradlift_lang::types::check_expr(&closed.context(), &closed.size_vars, &closed.body)
+        .unwrap();
+    assert_eq!(ty, gradlift_lang::Type::Real);
+    let v = gradlift_lang::interp::eval_expr(
+        &checked,
+        &[(
+            gradlift_lang::Name::from("x"),
+            gradlift_lang::Value::Real(1.0),
+        )],
+        &closed.body,
+    )
+    .unwrap();
+    assert_eq!(v.as_real(), Some(5.0));
+}

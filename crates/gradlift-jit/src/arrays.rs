@@ -2159,18 +2159,7 @@ fn cheap_branch(e: &Expr, nodes: &mut u32) -> bool {
     match &e.kind {
         ExprKind::Const(_) | ExprKind::Var(_) => true,
         ExprKind::Proj(x, _) => cheap_branch(x, nodes),
-        ExprKind::Prim(p, args) => {
-            !matches!(
-                p,
-                gradlift_lang::Prim::Sin
-                    | gradlift_lang::Prim::Cos
-                    | gradlift_lang::Prim::Tan
-                    | gradlift_lang::Prim::Exp
-                    | gradlift_lang::Prim::Log
-                    | gradlift_lang::Prim::Tanh
-                    | gradlift_lang::Prim::Pow
-            ) && args.iter().all(|a| cheap_branch(a, nodes))
-        }
+        ExprKind::Prim(p, args) => p.info().cheap && args.iter().all(|a| cheap_branch(a, nodes)),
         _ => false,
     }
 }

@@ -8,7 +8,7 @@ use crate::abi::{RawFn, Status};
 use crate::annotate::Labels;
 use crate::layout::{flat_len, flatten_into};
 use crate::lower::lower_function;
-use crate::prims::{exp_table_bytes, Libm, EXP_TABLE_SYMBOL};
+use crate::prims::{exp_table_bytes, prims_used, reads_exp_table, EXP_TABLE_SYMBOL};
 use crate::workspace::WorkspaceBound;
 use crate::{CallError, JitError};
 use cranelift_codegen::ir::{types, AbiParam, InstBuilder, UserFuncName};
@@ -241,9 +241,10 @@ impl Jit {
 
     fn module(&self) -> JITModule {
         let mut builder = JITBuilder::with_isa(self.isa.clone(), default_libcall_names());
-        for f in Libm::ALL {
-            let (name, _, ptr) = f.symbol();
-            builder.symbol(name, ptr);
+        for p in gradlift_lang::Prim::ALL {
+            if let gradlift_lang::prim::Lowering::Call { shim, symbol, .. } = p.info().lowering {
+                builder.symbol(symbol, shim.address());
+            }
         }
         for (name, ptr) in crate::checkpoint::RUNTIME {
             builder.symbol(name, ptr);
@@ -277,19 +278,28 @@ impl Jit {
         ctx.func.name = UserFuncName::user(0, 0);
         let mut fctx = FunctionBuilderContext::new();
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        let mut libm = Vec::new();
-        for f in Libm::ALL {
-            let (shim, arity, _) = f.symbol();
-            let name = if c_names { f.c_name() } else { shim };
-            let mut sig = module.make_signature();
-            for _ in 0..arity {
-                sig.params.push(AbiParam::new(types::F64));
+        // The functions the primitives it applies call, each imported
+        // once: the JIT's shims, or the C library's functions.
+        let used = prims_used(&closed.body);
+        let mut calls = std::collections::HashMap::new();
+        for p in &used {
+            if let gradlift_lang::prim::Lowering::Call {
+                shim,
+                symbol,
+                c_name,
+            } = p.info().lowering
+            {
+                let name = if c_names { c_name } else { symbol };
+                let mut sig = module.make_signature();
+                for _ in 0..shim.arity() {
+                    sig.params.push(AbiParam::new(types::F64));
+                }
+                sig.returns.push(AbiParam::new(types::F64));
+                let id = module
+                    .declare_function(name, Linkage::Import, &sig)
+                    .map_err(|e| JitError::Codegen(e.to_string()))?;
+                calls.insert(*p, module.declare_func_in_func(id, b.func));
             }
-            sig.returns.push(AbiParam::new(types::F64));
-            let id = module
-                .declare_function(name, Linkage::Import, &sig)
-                .map_err(|e| JitError::Codegen(e.to_string()))?;
-            libm.push(module.declare_func_in_func(id, b.func));
         }
         // The table of `exp` and `tanh`, declared where the function uses
         // either. The JIT's code reads this process's own: an import, which
@@ -297,7 +307,7 @@ impl Jit {
         // reach from the code to a data object that may be mapped far from
         // it). An object file carries it as a local data object
         // (`define_exp_data`).
-        let exp_table = if uses_exp(&closed.body) {
+        let exp_table = if reads_exp_table(&used) {
             let linkage = if c_names {
                 Linkage::Local
             } else {
@@ -327,7 +337,7 @@ impl Jit {
             [start, next] => Some((start, next)),
             _ => None,
         };
-        let (labels, bound) = lower_function(&mut b, closed, libm, exp_table, labels, runtime)?;
+        let (labels, bound) = lower_function(&mut b, closed, calls, exp_table, labels, runtime)?;
         b.finalize(module.target_config());
         if self.verify {
             cranelift_codegen::verify_function(&ctx.func, self.isa.flags())
@@ -373,20 +383,6 @@ impl Jit {
             pool: Mutex::new(Vec::new()),
         })
     }
-}
-
-/// Whether `e` applies `exp` or `tanh` anywhere (they read the table).
-fn uses_exp(e: &gradlift_lang::syntax::Expr) -> bool {
-    use gradlift_lang::syntax::ExprKind;
-    use gradlift_lang::Prim;
-    let mut stack = vec![e];
-    while let Some(e) = stack.pop() {
-        if matches!(e.kind, ExprKind::Prim(Prim::Exp | Prim::Tanh, _)) {
-            return true;
-        }
-        stack.extend(e.children());
-    }
-    false
 }
 
 /// Defines the data object the code of `exp` and `tanh` reads in an object

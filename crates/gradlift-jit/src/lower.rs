@@ -19,7 +19,7 @@
 
 use crate::abi::{Status, MAX_LEN};
 use crate::annotate::{one_line, Labels};
-use crate::prims::{lower_prim, Libm, REAL};
+use crate::prims::{lower_prim, REAL};
 use crate::values::{load, ArrayVal, Shape, Values};
 use crate::JitError;
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -55,8 +55,8 @@ pub(crate) struct Translator<'a, 'f> {
     pub end: Value,
     /// The failure block: parameters `(status, info)`.
     pub fail: Block,
-    /// The imported shims, by [`Libm`] order.
-    pub libm: Vec<FuncRef>,
+    /// The function imported for each primitive lowered to a call.
+    pub calls: HashMap<gradlift_lang::Prim, FuncRef>,
     /// Where the table of `exp` and `tanh` is (declared when the function
     /// uses either).
     pub exp_table: Option<GlobalValue>,
@@ -132,12 +132,12 @@ pub(crate) fn unsupported<T>(what: impl Into<String>) -> Result<T, JitError> {
 }
 
 /// Lowers `closed` into the function `b` builds (its signature already set
-/// to the ABI's, `libm` imported into it). With `labels`, instructions are
+/// to the ABI's, the functions of `calls` imported into it). With `labels`, instructions are
 /// tagged with the terms they come from, whose labels are returned.
 pub(crate) fn lower_function(
     b: &mut FunctionBuilder,
     closed: &Closed,
-    libm: Vec<FuncRef>,
+    calls: HashMap<gradlift_lang::Prim, FuncRef>,
     exp_table: Option<GlobalValue>,
     labels: bool,
     runtime: crate::checkpoint::Runtime,
@@ -171,7 +171,7 @@ pub(crate) fn lower_function(
         base: ws,
         end,
         fail,
-        libm,
+        calls,
         exp_table,
         runtime,
         labels,
@@ -670,16 +670,10 @@ impl Translator<'_, '_> {
                         _ => return Err(JitError::Internal(format!("operand of `{p}`"))),
                     }
                 }
-                let libm = self.libm.clone();
-                let lookup = move |f: Libm| libm[Libm::ALL.iter().position(|g| *g == f).unwrap()];
-                let table = match (p, self.exp_table) {
-                    (gradlift_lang::Prim::Exp | gradlift_lang::Prim::Tanh, None) => {
-                        return Err(JitError::Internal(format!("`{p}` without its table")))
-                    }
-                    (_, table) => table,
-                };
-                let v = lower_prim(self.b, &lookup, table, *p, &xs);
-                Ok(match p.info().kind {
+                let calls = &self.calls;
+                let lookup = |q: gradlift_lang::Prim| calls[&q];
+                let v = lower_prim(self.b, &lookup, self.exp_table, *p, &xs);
+                Ok(match p.info().kind() {
                     gradlift_lang::prim::PrimKind::Real => Values::Real(v),
                     _ => Values::Bool(v),
                 })

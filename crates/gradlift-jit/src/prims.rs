@@ -1,16 +1,18 @@
-//! The native lowering of every scalar primitive, in one table
-//! ([`lower_prim`]), the column of [`gradlift_lang::prim`] for this backend.
+//! The native lowering of every scalar primitive ([`lower_prim`]), from the
+//! `lowering` column of the primitive table.
 //!
-//! Arithmetic, `neg`, `sqrt` and `abs` are Cranelift instructions; `min`,
-//! `max` and `sign` are comparisons and `select`s that reproduce
-//! [`Prim::eval_real`] exactly (`min(a, b) = if b < a then b else a`, so a
-//! tie or a NaN keeps the first argument — not `fmin`); `exp` and `tanh`
-//! are emitted inline, the operations of [`gradlift_lang::exp::exp`] and
-//! [`gradlift_lang::exp::tanh`] one by one with their table (the process's
-//! own for the JIT, a data object in object files); the other
-//! transcendental functions call the [`Libm`] shims, which are the Rust
-//! standard library's `f64` methods the interpreter uses, so results are
-//! bit-identical.
+//! The row of each primitive (`gradlift_lang::prim`) says how: an
+//! [`Instruction`]; an inline [`Sequence`] — `min`, `max` and `sign` are
+//! comparisons and `select`s that reproduce [`Prim::eval_real`] exactly
+//! (`min(a, b) = if b < a then b else a`, so a tie or a NaN keeps the first
+//! argument — not `fmin`), `exp` and `tanh` the operations of
+//! [`gradlift_lang::exp::exp`] and [`gradlift_lang::exp::tanh`] one by one
+//! with their table (the process's own for the JIT, a data object in object
+//! files); or a call of the row's shim, the very function the interpreter
+//! evaluates, so results are bit-identical (object files import the C
+//! library's function of the same name). The matches below have no
+//! wildcard: a lowering added to the table without its code here does not
+//! compile.
 //! Comparisons give an `i8` condition; `and`, `or`, `not` combine them
 //! (both operands are evaluated, as in the interpreter: they are pure).
 
@@ -19,59 +21,29 @@ use cranelift_codegen::ir::{
     types, BlockArg, FuncRef, GlobalValue, InstBuilder, MemFlagsData, Value,
 };
 use cranelift_frontend::FunctionBuilder;
+use gradlift_lang::prim::{Comparison, Connective, Instruction, Lowering, Sequence};
+use gradlift_lang::syntax::{Expr, ExprKind};
 use gradlift_lang::Prim;
+use std::collections::BTreeSet;
 
-/// The functions generated code calls, registered once with the JIT.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Libm {
-    Sin,
-    Cos,
-    Tan,
-    Log,
-    Pow,
-}
-
-impl Libm {
-    /// Every shim.
-    pub const ALL: [Libm; 5] = [Libm::Sin, Libm::Cos, Libm::Tan, Libm::Log, Libm::Pow];
-
-    /// The C library's function it computes (imported by object files).
-    pub fn c_name(self) -> &'static str {
-        match self {
-            Libm::Sin => "sin",
-            Libm::Cos => "cos",
-            Libm::Tan => "tan",
-            Libm::Log => "log",
-            Libm::Pow => "pow",
+/// The primitives `e` applies, each once.
+pub(crate) fn prims_used(e: &Expr) -> BTreeSet<Prim> {
+    let mut used = BTreeSet::new();
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        if let ExprKind::Prim(p, _) = &e.kind {
+            used.insert(*p);
         }
+        stack.extend(e.children());
     }
-
-    /// The symbol it is registered under, its arity and its address.
-    pub fn symbol(self) -> (&'static str, usize, *const u8) {
-        match self {
-            Libm::Sin => ("gradlift_sin", 1, shim_sin as *const u8),
-            Libm::Cos => ("gradlift_cos", 1, shim_cos as *const u8),
-            Libm::Tan => ("gradlift_tan", 1, shim_tan as *const u8),
-            Libm::Log => ("gradlift_log", 1, shim_log as *const u8),
-            Libm::Pow => ("gradlift_pow", 2, shim_pow as *const u8),
-        }
-    }
+    used
 }
 
-extern "C" fn shim_sin(x: f64) -> f64 {
-    x.sin()
-}
-extern "C" fn shim_cos(x: f64) -> f64 {
-    x.cos()
-}
-extern "C" fn shim_tan(x: f64) -> f64 {
-    x.tan()
-}
-extern "C" fn shim_log(x: f64) -> f64 {
-    x.ln()
-}
-extern "C" fn shim_pow(x: f64, y: f64) -> f64 {
-    x.powf(y)
+/// Whether any of `prims` reads the table of `exp`.
+pub(crate) fn reads_exp_table(prims: &BTreeSet<Prim>) -> bool {
+    prims
+        .iter()
+        .any(|p| matches!(p.info().lowering, Lowering::Inline(s) if s.reads_exp_table()))
 }
 
 /// The symbol of the table and constants of `exp` and `tanh`
@@ -258,71 +230,75 @@ fn lower_tanh(b: &mut FunctionBuilder, table: GlobalValue, x: Value) -> Value {
 }
 
 /// Emits primitive `p` applied to `args` (reals, or conditions for the
-/// logical primitives). `libm` gives the imported shims of this function,
-/// `table` the table of `exp` and `tanh` (present when `p` is either).
+/// logical primitives), as the `lowering` column of its row says. `calls`
+/// gives the function imported for each primitive lowered to a call,
+/// `table` the table of `exp` (present when a sequence reads it).
 pub(crate) fn lower_prim(
     b: &mut FunctionBuilder,
-    libm: &dyn Fn(Libm) -> FuncRef,
+    calls: &dyn Fn(Prim) -> FuncRef,
     table: Option<GlobalValue>,
     p: Prim,
     args: &[Value],
 ) -> Value {
-    let call = |b: &mut FunctionBuilder, f: Libm| {
-        let inst = b.ins().call(libm(f), args);
-        b.inst_results(inst)[0]
-    };
-    match p {
-        Prim::Add => b.ins().fadd(args[0], args[1]),
-        Prim::Sub => b.ins().fsub(args[0], args[1]),
-        Prim::Mul => b.ins().fmul(args[0], args[1]),
-        Prim::Div => b.ins().fdiv(args[0], args[1]),
-        Prim::Neg => b.ins().fneg(args[0]),
-        Prim::Sqrt => b.ins().sqrt(args[0]),
-        Prim::Abs => b.ins().fabs(args[0]),
-        Prim::Sin => call(b, Libm::Sin),
-        Prim::Cos => call(b, Libm::Cos),
-        Prim::Tan => call(b, Libm::Tan),
-        Prim::Exp => match table {
-            Some(table) => lower_exp(b, table, args[0]),
-            None => unreachable!("the caller declares the table of `exp`"),
+    match p.info().lowering {
+        Lowering::Instruction(i) => match i {
+            Instruction::Fadd => b.ins().fadd(args[0], args[1]),
+            Instruction::Fsub => b.ins().fsub(args[0], args[1]),
+            Instruction::Fmul => b.ins().fmul(args[0], args[1]),
+            Instruction::Fdiv => b.ins().fdiv(args[0], args[1]),
+            Instruction::Fneg => b.ins().fneg(args[0]),
+            Instruction::Sqrt => b.ins().sqrt(args[0]),
+            Instruction::Fabs => b.ins().fabs(args[0]),
         },
-        Prim::Log => call(b, Libm::Log),
-        Prim::Tanh => match table {
-            Some(table) => lower_tanh(b, table, args[0]),
-            None => unreachable!("the caller declares the table of `tanh`"),
+        Lowering::Inline(seq) => {
+            let table = || table.expect("the caller declares the table of `exp`");
+            match seq {
+                Sequence::Exp => lower_exp(b, table(), args[0]),
+                Sequence::Tanh => lower_tanh(b, table(), args[0]),
+                Sequence::Min => {
+                    let (a, c) = (args[0], args[1]);
+                    let take_second = b.ins().fcmp(FloatCC::LessThan, c, a);
+                    b.ins().select(take_second, c, a)
+                }
+                Sequence::Max => {
+                    let (a, c) = (args[0], args[1]);
+                    let take_second = b.ins().fcmp(FloatCC::GreaterThan, c, a);
+                    b.ins().select(take_second, c, a)
+                }
+                Sequence::Sign => {
+                    // if a > 0 then 1 else if a < 0 then -1 else a * 0
+                    let a = args[0];
+                    let zero = b.ins().f64const(0.0);
+                    let one = b.ins().f64const(1.0);
+                    let minus_one = b.ins().f64const(-1.0);
+                    let same_zero = b.ins().fmul(a, zero);
+                    let negative = b.ins().fcmp(FloatCC::LessThan, a, zero);
+                    let rest = b.ins().select(negative, minus_one, same_zero);
+                    let positive = b.ins().fcmp(FloatCC::GreaterThan, a, zero);
+                    b.ins().select(positive, one, rest)
+                }
+            }
+        }
+        Lowering::Call { .. } => {
+            let inst = b.ins().call(calls(p), args);
+            b.inst_results(inst)[0]
+        }
+        Lowering::Compare(c) => {
+            let cc = match c {
+                Comparison::Lt => FloatCC::LessThan,
+                Comparison::Le => FloatCC::LessThanOrEqual,
+                Comparison::Gt => FloatCC::GreaterThan,
+                Comparison::Ge => FloatCC::GreaterThanOrEqual,
+                Comparison::Eq => FloatCC::Equal,
+                Comparison::Ne => FloatCC::NotEqual,
+            };
+            b.ins().fcmp(cc, args[0], args[1])
+        }
+        Lowering::Logic(c) => match c {
+            Connective::And => b.ins().band(args[0], args[1]),
+            Connective::Or => b.ins().bor(args[0], args[1]),
+            Connective::Not => b.ins().bxor_imm_s(args[0], 1),
         },
-        Prim::Pow => call(b, Libm::Pow),
-        Prim::Min => {
-            let (a, c) = (args[0], args[1]);
-            let take_second = b.ins().fcmp(FloatCC::LessThan, c, a);
-            b.ins().select(take_second, c, a)
-        }
-        Prim::Max => {
-            let (a, c) = (args[0], args[1]);
-            let take_second = b.ins().fcmp(FloatCC::GreaterThan, c, a);
-            b.ins().select(take_second, c, a)
-        }
-        Prim::Sign => {
-            // if a > 0 then 1 else if a < 0 then -1 else a * 0
-            let a = args[0];
-            let zero = b.ins().f64const(0.0);
-            let one = b.ins().f64const(1.0);
-            let minus_one = b.ins().f64const(-1.0);
-            let same_zero = b.ins().fmul(a, zero);
-            let negative = b.ins().fcmp(FloatCC::LessThan, a, zero);
-            let rest = b.ins().select(negative, minus_one, same_zero);
-            let positive = b.ins().fcmp(FloatCC::GreaterThan, a, zero);
-            b.ins().select(positive, one, rest)
-        }
-        Prim::Lt => b.ins().fcmp(FloatCC::LessThan, args[0], args[1]),
-        Prim::Le => b.ins().fcmp(FloatCC::LessThanOrEqual, args[0], args[1]),
-        Prim::Gt => b.ins().fcmp(FloatCC::GreaterThan, args[0], args[1]),
-        Prim::Ge => b.ins().fcmp(FloatCC::GreaterThanOrEqual, args[0], args[1]),
-        Prim::Eq => b.ins().fcmp(FloatCC::Equal, args[0], args[1]),
-        Prim::Ne => b.ins().fcmp(FloatCC::NotEqual, args[0], args[1]),
-        Prim::And => b.ins().band(args[0], args[1]),
-        Prim::Or => b.ins().bor(args[0], args[1]),
-        Prim::Not => b.ins().bxor_imm_s(args[0], 1),
     }
 }
 

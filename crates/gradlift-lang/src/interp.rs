@@ -380,7 +380,7 @@ impl Interpreter<'_> {
 
     fn prim(&mut self, p: Prim, args: &[Expr], span: Span) -> EResult<Value> {
         let info = p.info();
-        match info.kind {
+        match info.kind() {
             PrimKind::Real => {
                 let mut xs = [0.0; 2];
                 for (i, a) in args.iter().enumerate() {

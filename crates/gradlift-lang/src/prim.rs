@@ -1,44 +1,101 @@
-//! The scalar primitives, each declared once.
+//! The scalar primitives, each declared once, in one table.
 //!
-//! A primitive is a row of [`Prim::info`]: its name, how it is written
-//! (infix operator, prefix `-`, or a call `sin(x)`), its arity and kind
-//! (real → real, a comparison, or a logical connective), and its evaluation.
-//! Later stages add their columns (partial derivatives, tangent rule, native
-//! lowering, cost class) as further methods matching on the same enum, so a
-//! new primitive is one variant and one row in each table.
+//! A primitive is a variant of [`Prim`] and a row of [`Prim::info`], a
+//! [`PrimInfo`] whose every field is a column every stage reads:
+//!
+//! | column | read by |
+//! | --- | --- |
+//! | `name`, `arity`, `fixity` | lexer, parser, printer, type checker |
+//! | `semantics`: evaluation and partial derivatives (reals), or the comparison | interpreter, constant folding, reverse mode (`rules/`), forward mode (`forward.rs`: the tangent Σᵢ ∂ᵢ·ṫᵢ, from the same partials) |
+//! | `semantics`: the domain of each argument | the test generator (`testing.rs`) |
+//! | `cost`: (MOVES, ADDS, MULTS, NLOPS) of Figure 11 | the cost model (`cost.rs`) |
+//! | `cheap`: an instruction or a short branch-free sequence | the simplifier (store or recompute), the JIT (compute both sides of an `if` and `select`) |
+//! | `lowering`: an instruction, an inline sequence, or a call | the JIT (`prims.rs`), object files |
+//!
+//! A row is a struct literal, so a primitive without every column does not
+//! compile; the enum and [`Prim::ALL`] are one macro, so a variant cannot
+//! be missing from `ALL`; and the backends match on [`Instruction`] and
+//! [`Sequence`] without a wildcard, so a lowering the JIT does not know
+//! does not compile either. The runtime tape (`gradlift-tape`) keys its
+//! generic rules on [`Prim`], also without a wildcard.
+//!
+//! Semantics: IEEE 754 double arithmetic; the C library's functions where
+//! the lowering is a [`Lowering::Call`] (the interpreter calls the very
+//! shim the JIT calls, so results are bit-identical); gradlift's own `exp`
+//! and `tanh` ([`crate::exp`]), which the JIT emits inline.
 
+use crate::build::*;
 use crate::syntax::Expr;
 use std::fmt;
 
-/// A scalar primitive.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[allow(missing_docs)]
-pub enum Prim {
+/// Declares the enum and its list from one list of variants.
+macro_rules! primitives {
+    ($($(#[$doc:meta])* $variant:ident),* $(,)?) => {
+        /// A scalar primitive.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Prim {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Prim {
+            /// Every primitive, in declaration order.
+            pub const ALL: [Prim; [$(Prim::$variant),*].len()] = [$(Prim::$variant),*];
+        }
+    };
+}
+
+primitives! {
+    /// `a + b`
     Add,
+    /// `a - b`
     Sub,
+    /// `a * b`
     Mul,
+    /// `a / b`
     Div,
+    /// `-a`
     Neg,
+    /// `sin(a)`
     Sin,
+    /// `cos(a)`
     Cos,
+    /// `tan(a)`
     Tan,
+    /// `exp(a)`
     Exp,
+    /// `log(a)`, the natural logarithm
     Log,
+    /// `sqrt(a)`
     Sqrt,
+    /// `tanh(a)`
     Tanh,
+    /// `abs(a)`
     Abs,
+    /// `sign(a)`: -1, 0 or 1
     Sign,
+    /// `pow(a, b)`
     Pow,
+    /// `min(a, b)`
     Min,
+    /// `max(a, b)`
     Max,
+    /// `a < b`
     Lt,
+    /// `a <= b`
     Le,
+    /// `a > b`
     Gt,
+    /// `a >= b`
     Ge,
+    /// `a == b`
     Eq,
+    /// `a != b`
     Ne,
+    /// `c and d`
     And,
+    /// `c or d`
     Or,
+    /// `not c`
     Not,
 }
 
@@ -64,18 +121,195 @@ pub enum Fixity {
     Call,
 }
 
-/// One row of the primitive table.
+/// Where an argument's values keep a primitive smooth and finite, for the
+/// test generator: it shapes a generated argument to lie there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Domain {
+    /// Every real.
+    Any,
+    /// Reals above 0 (`log`, `sqrt`).
+    Positive,
+    /// Reals of moderate size, where the result neither overflows nor
+    /// nears a pole (`exp`, `tan`): the generator takes a sine.
+    Bounded,
+}
+
+/// The meaning of a primitive.
+#[derive(Clone, Copy)]
+pub enum Semantics {
+    /// Reals to a real.
+    Real {
+        /// The value.
+        eval: fn(&[f64]) -> f64,
+        /// The partial derivatives ∂ᵢ p(args) as terms over the arguments
+        /// and the result (the primal value, reused where the derivative is
+        /// a function of it: `exp`, `sqrt`, `tanh`, `tan`, `/`).
+        partials: fn(&[Expr], &Expr) -> Vec<Expr>,
+        /// Where each argument keeps it smooth and finite.
+        domain: &'static [Domain],
+    },
+    /// Two reals to a condition.
+    Compare(fn(f64, f64) -> bool),
+    /// Conditions to a condition.
+    Logic,
+}
+
+/// A function with the C calling convention that native code calls.
 #[derive(Clone, Copy, Debug)]
+pub enum Shim {
+    /// Of one real.
+    Unary(extern "C" fn(f64) -> f64),
+    /// Of two reals.
+    Binary(extern "C" fn(f64, f64) -> f64),
+}
+
+impl Shim {
+    /// Its address, for the JIT's symbol table.
+    pub fn address(self) -> *const u8 {
+        match self {
+            Shim::Unary(f) => f as *const u8,
+            Shim::Binary(f) => f as *const u8,
+        }
+    }
+
+    /// Its number of arguments.
+    pub fn arity(self) -> usize {
+        match self {
+            Shim::Unary(_) => 1,
+            Shim::Binary(_) => 2,
+        }
+    }
+}
+
+/// One instruction of the backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum Instruction {
+    Fadd,
+    Fsub,
+    Fmul,
+    Fdiv,
+    Fneg,
+    Sqrt,
+    Fabs,
+}
+
+/// A sequence of instructions emitted inline, which computes exactly what
+/// the primitive's evaluation computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sequence {
+    /// [`crate::exp::exp`] with its table.
+    Exp,
+    /// [`crate::exp::tanh`] with the table of `exp`.
+    Tanh,
+    /// `if b < a then b else a`.
+    Min,
+    /// `if b > a then b else a`.
+    Max,
+    /// `if a > 0 then 1 else if a < 0 then -1 else a * 0`.
+    Sign,
+}
+
+impl Sequence {
+    /// Whether it reads the table of `exp` ([`crate::exp::DATA`]).
+    pub fn reads_exp_table(self) -> bool {
+        matches!(self, Sequence::Exp | Sequence::Tanh)
+    }
+}
+
+/// How native code computes a primitive.
+#[derive(Clone, Copy, Debug)]
+pub enum Lowering {
+    /// One instruction.
+    Instruction(Instruction),
+    /// A sequence emitted inline.
+    Inline(Sequence),
+    /// A call: the JIT calls `shim` (registered as `symbol`), which is the
+    /// function the interpreter evaluates; an object file imports `c_name`
+    /// from the C library.
+    Call {
+        /// The function.
+        shim: Shim,
+        /// Its name in the JIT's symbol table.
+        symbol: &'static str,
+        /// The C library's function computing the same.
+        c_name: &'static str,
+    },
+    /// A comparison of two reals, ordered as IEEE 754 says (every
+    /// comparison with NaN false but `!=`).
+    Compare(Comparison),
+    /// A logical connective of conditions (both operands evaluated: they
+    /// are pure).
+    Logic(Connective),
+}
+
+/// An ordered comparison of reals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum Comparison {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+/// A logical connective.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum Connective {
+    And,
+    Or,
+    Not,
+}
+
+/// One row of the primitive table (see the module documentation).
+#[derive(Clone, Copy)]
 pub struct PrimInfo {
     /// The name a call or a bare reference uses (`sin`, `max`), or the
     /// operator symbol (`+`).
     pub name: &'static str,
     /// Number of arguments.
     pub arity: usize,
-    /// Input and output sorts.
-    pub kind: PrimKind,
     /// Surface syntax.
     pub fixity: Fixity,
+    /// Evaluation and derivatives.
+    pub semantics: Semantics,
+    /// Its cost in the model of Figure 11: (MOVES, ADDS, MULTS, NLOPS).
+    pub cost: [u8; 4],
+    /// An instruction or a short branch-free sequence: cheaper to compute
+    /// again than to store, and safe to compute where its value may not be
+    /// needed (both sides of a `select`). A library call, or an inline
+    /// sequence with branches of its own, is not.
+    pub cheap: bool,
+    /// How native code computes it.
+    pub lowering: Lowering,
+}
+
+impl PrimInfo {
+    /// Input and output sorts.
+    pub fn kind(&self) -> PrimKind {
+        match self.semantics {
+            Semantics::Real { .. } => PrimKind::Real,
+            Semantics::Compare(_) => PrimKind::Compare,
+            Semantics::Logic => PrimKind::Logic,
+        }
+    }
+}
+
+impl fmt::Debug for PrimInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PrimInfo")
+            .field("name", &self.name)
+            .field("arity", &self.arity)
+            .field("kind", &self.kind())
+            .field("fixity", &self.fixity)
+            .field("cost", &self.cost)
+            .field("cheap", &self.cheap)
+            .field("lowering", &self.lowering)
+            .finish()
+    }
 }
 
 /// Binding powers of the infix levels.
@@ -96,74 +330,380 @@ pub mod prec {
     pub const NEG: u8 = 7;
 }
 
-impl Prim {
-    /// Every primitive, in declaration order.
-    pub const ALL: [Prim; 26] = [
-        Prim::Add,
-        Prim::Sub,
-        Prim::Mul,
-        Prim::Div,
-        Prim::Neg,
-        Prim::Sin,
-        Prim::Cos,
-        Prim::Tan,
-        Prim::Exp,
-        Prim::Log,
-        Prim::Sqrt,
-        Prim::Tanh,
-        Prim::Abs,
-        Prim::Sign,
-        Prim::Pow,
-        Prim::Min,
-        Prim::Max,
-        Prim::Lt,
-        Prim::Le,
-        Prim::Gt,
-        Prim::Ge,
-        Prim::Eq,
-        Prim::Ne,
-        Prim::And,
-        Prim::Or,
-        Prim::Not,
-    ];
+// The functions native code calls, which the interpreter calls too.
+extern "C" fn c_sin(x: f64) -> f64 {
+    x.sin()
+}
+extern "C" fn c_cos(x: f64) -> f64 {
+    x.cos()
+}
+extern "C" fn c_tan(x: f64) -> f64 {
+    x.tan()
+}
+extern "C" fn c_log(x: f64) -> f64 {
+    x.ln()
+}
+extern "C" fn c_pow(x: f64, y: f64) -> f64 {
+    x.powf(y)
+}
 
+/// `if b < a then b else a`: a tie or a NaN keeps the first argument.
+fn min(a: f64, b: f64) -> f64 {
+    if b < a {
+        b
+    } else {
+        a
+    }
+}
+
+/// `if b > a then b else a`.
+fn max(a: f64, b: f64) -> f64 {
+    if b > a {
+        b
+    } else {
+        a
+    }
+}
+
+fn sign(a: f64) -> f64 {
+    if a > 0.0 {
+        1.0
+    } else if a < 0.0 {
+        -1.0
+    } else {
+        // 0 keeps its sign, NaN stays NaN.
+        a * 0.0
+    }
+}
+
+// Shapes of rows.
+const ANY: &[Domain] = &[Domain::Any];
+const ANY2: &[Domain] = &[Domain::Any, Domain::Any];
+/// (MOVES, ADDS, MULTS, NLOPS) of Figure 11 for the usual classes.
+const COST_ADD: [u8; 4] = [3, 1, 0, 0];
+const COST_MUL: [u8; 4] = [3, 0, 1, 0];
+const COST_UNARY: [u8; 4] = [2, 0, 0, 1];
+const COST_BINARY_NL: [u8; 4] = [3, 0, 0, 1];
+
+/// A call of `shim`, registered as `symbol`, the C library's `c_name`.
+const fn call(shim: Shim, symbol: &'static str, c_name: &'static str) -> Lowering {
+    Lowering::Call {
+        shim,
+        symbol,
+        c_name,
+    }
+}
+
+/// A comparison.
+const fn compare(name: &'static str, eval: fn(f64, f64) -> bool, c: Comparison) -> PrimInfo {
+    PrimInfo {
+        name,
+        arity: 2,
+        fixity: Fixity::Infix(prec::CMP),
+        semantics: Semantics::Compare(eval),
+        cost: COST_ADD,
+        cheap: true,
+        lowering: Lowering::Compare(c),
+    }
+}
+
+/// A logical connective.
+const fn logic(name: &'static str, c: Connective, fixity: Fixity, cost: [u8; 4]) -> PrimInfo {
+    PrimInfo {
+        name,
+        arity: if matches!(c, Connective::Not) { 1 } else { 2 },
+        fixity,
+        semantics: Semantics::Logic,
+        cost,
+        cheap: true,
+        lowering: Lowering::Logic(c),
+    }
+}
+
+/// `if c then t else f` over reals.
+fn step(c: Expr, t: f64, f: f64) -> Expr {
+    cond(c, real_const(t), real_const(f))
+}
+
+fn real_const(x: f64) -> Expr {
+    crate::build::real(x)
+}
+
+fn div(x: Expr, y: Expr) -> Expr {
+    prim(Prim::Div, vec![x, y])
+}
+
+fn lt(x: Expr, y: Expr) -> Expr {
+    prim(Prim::Lt, vec![x, y])
+}
+
+impl Prim {
     /// The table row.
     pub const fn info(self) -> PrimInfo {
         use Fixity::*;
-        use PrimKind::*;
-        let (name, arity, kind, fixity) = match self {
-            Prim::Add => ("+", 2, Real, Infix(prec::ADD)),
-            Prim::Sub => ("-", 2, Real, Infix(prec::ADD)),
-            Prim::Mul => ("*", 2, Real, Infix(prec::MUL)),
-            Prim::Div => ("/", 2, Real, Infix(prec::MUL)),
-            Prim::Neg => ("-", 1, Real, Prefix),
-            Prim::Sin => ("sin", 1, Real, Call),
-            Prim::Cos => ("cos", 1, Real, Call),
-            Prim::Tan => ("tan", 1, Real, Call),
-            Prim::Exp => ("exp", 1, Real, Call),
-            Prim::Log => ("log", 1, Real, Call),
-            Prim::Sqrt => ("sqrt", 1, Real, Call),
-            Prim::Tanh => ("tanh", 1, Real, Call),
-            Prim::Abs => ("abs", 1, Real, Call),
-            Prim::Sign => ("sign", 1, Real, Call),
-            Prim::Pow => ("pow", 2, Real, Call),
-            Prim::Min => ("min", 2, Real, Call),
-            Prim::Max => ("max", 2, Real, Call),
-            Prim::Lt => ("<", 2, Compare, Infix(prec::CMP)),
-            Prim::Le => ("<=", 2, Compare, Infix(prec::CMP)),
-            Prim::Gt => (">", 2, Compare, Infix(prec::CMP)),
-            Prim::Ge => (">=", 2, Compare, Infix(prec::CMP)),
-            Prim::Eq => ("==", 2, Compare, Infix(prec::CMP)),
-            Prim::Ne => ("!=", 2, Compare, Infix(prec::CMP)),
-            Prim::And => ("and", 2, Logic, Infix(prec::AND)),
-            Prim::Or => ("or", 2, Logic, Infix(prec::OR)),
-            Prim::Not => ("not", 1, Logic, Prefix),
-        };
-        PrimInfo {
-            name,
-            arity,
-            kind,
-            fixity,
+        use Instruction::*;
+        use Semantics::Real;
+        match self {
+            Prim::Add => PrimInfo {
+                name: "+",
+                arity: 2,
+                fixity: Infix(prec::ADD),
+                semantics: Real {
+                    eval: |x| x[0] + x[1],
+                    partials: |_, _| vec![real_const(1.0), real_const(1.0)],
+                    domain: ANY2,
+                },
+                cost: COST_ADD,
+                cheap: true,
+                lowering: Lowering::Instruction(Fadd),
+            },
+            Prim::Sub => PrimInfo {
+                name: "-",
+                arity: 2,
+                fixity: Infix(prec::ADD),
+                semantics: Real {
+                    eval: |x| x[0] - x[1],
+                    partials: |_, _| vec![real_const(1.0), real_const(-1.0)],
+                    domain: ANY2,
+                },
+                cost: COST_ADD,
+                cheap: true,
+                lowering: Lowering::Instruction(Fsub),
+            },
+            Prim::Mul => PrimInfo {
+                name: "*",
+                arity: 2,
+                fixity: Infix(prec::MUL),
+                semantics: Real {
+                    eval: |x| x[0] * x[1],
+                    partials: |a, _| vec![a[1].clone(), a[0].clone()],
+                    domain: ANY2,
+                },
+                cost: COST_MUL,
+                cheap: true,
+                lowering: Lowering::Instruction(Fmul),
+            },
+            Prim::Div => PrimInfo {
+                name: "/",
+                arity: 2,
+                fixity: Infix(prec::MUL),
+                semantics: Real {
+                    eval: |x| x[0] / x[1],
+                    partials: |a, r| {
+                        vec![
+                            div(real_const(1.0), a[1].clone()),
+                            neg(div(r.clone(), a[1].clone())),
+                        ]
+                    },
+                    domain: ANY2,
+                },
+                cost: COST_MUL,
+                cheap: true,
+                lowering: Lowering::Instruction(Fdiv),
+            },
+            Prim::Neg => PrimInfo {
+                name: "-",
+                arity: 1,
+                fixity: Prefix,
+                semantics: Real {
+                    eval: |x| -x[0],
+                    partials: |_, _| vec![real_const(-1.0)],
+                    domain: ANY,
+                },
+                cost: COST_UNARY,
+                cheap: true,
+                lowering: Lowering::Instruction(Fneg),
+            },
+            Prim::Sin => PrimInfo {
+                name: "sin",
+                arity: 1,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| c_sin(x[0]),
+                    partials: |a, _| vec![prim(Prim::Cos, vec![a[0].clone()])],
+                    domain: ANY,
+                },
+                cost: COST_UNARY,
+                cheap: false,
+                lowering: call(Shim::Unary(c_sin), "gradlift_sin", "sin"),
+            },
+            Prim::Cos => PrimInfo {
+                name: "cos",
+                arity: 1,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| c_cos(x[0]),
+                    partials: |a, _| vec![neg(prim(Prim::Sin, vec![a[0].clone()]))],
+                    domain: ANY,
+                },
+                cost: COST_UNARY,
+                cheap: false,
+                lowering: call(Shim::Unary(c_cos), "gradlift_cos", "cos"),
+            },
+            Prim::Tan => PrimInfo {
+                name: "tan",
+                arity: 1,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| c_tan(x[0]),
+                    partials: |_, r| vec![add(real_const(1.0), mul(r.clone(), r.clone()))],
+                    domain: &[Domain::Bounded],
+                },
+                cost: COST_UNARY,
+                cheap: false,
+                lowering: call(Shim::Unary(c_tan), "gradlift_tan", "tan"),
+            },
+            Prim::Exp => PrimInfo {
+                name: "exp",
+                arity: 1,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| crate::exp::exp(x[0]),
+                    partials: |_, r| vec![r.clone()],
+                    domain: &[Domain::Bounded],
+                },
+                cost: COST_UNARY,
+                cheap: false,
+                lowering: Lowering::Inline(Sequence::Exp),
+            },
+            Prim::Log => PrimInfo {
+                name: "log",
+                arity: 1,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| c_log(x[0]),
+                    partials: |a, _| vec![div(real_const(1.0), a[0].clone())],
+                    domain: &[Domain::Positive],
+                },
+                cost: COST_UNARY,
+                cheap: false,
+                lowering: call(Shim::Unary(c_log), "gradlift_log", "log"),
+            },
+            Prim::Sqrt => PrimInfo {
+                name: "sqrt",
+                arity: 1,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| x[0].sqrt(),
+                    partials: |_, r| vec![div(real_const(0.5), r.clone())],
+                    domain: &[Domain::Positive],
+                },
+                cost: COST_UNARY,
+                cheap: true,
+                lowering: Lowering::Instruction(Sqrt),
+            },
+            Prim::Tanh => PrimInfo {
+                name: "tanh",
+                arity: 1,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| crate::exp::tanh(x[0]),
+                    partials: |_, r| {
+                        vec![prim(
+                            Prim::Sub,
+                            vec![real_const(1.0), mul(r.clone(), r.clone())],
+                        )]
+                    },
+                    domain: ANY,
+                },
+                cost: COST_UNARY,
+                cheap: false,
+                lowering: Lowering::Inline(Sequence::Tanh),
+            },
+            // Non-smooth primitives differentiate as the branch taken, a
+            // tie following the first argument (Appendix A.4).
+            Prim::Abs => PrimInfo {
+                name: "abs",
+                arity: 1,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| x[0].abs(),
+                    partials: |a, _| vec![step(lt(a[0].clone(), real_const(0.0)), -1.0, 1.0)],
+                    domain: ANY,
+                },
+                cost: COST_UNARY,
+                cheap: true,
+                lowering: Lowering::Instruction(Fabs),
+            },
+            Prim::Sign => PrimInfo {
+                name: "sign",
+                arity: 1,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| sign(x[0]),
+                    partials: |_, _| vec![Expr::structural_zero()],
+                    domain: ANY,
+                },
+                cost: COST_UNARY,
+                cheap: true,
+                lowering: Lowering::Inline(Sequence::Sign),
+            },
+            // ∂₂pow(0, b) is 0, as in JAX, rather than 0 · log 0 = NaN.
+            Prim::Pow => PrimInfo {
+                name: "pow",
+                arity: 2,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| c_pow(x[0], x[1]),
+                    partials: |a, r| {
+                        let (base, exponent) = (&a[0], &a[1]);
+                        let less = prim(Prim::Sub, vec![exponent.clone(), real_const(1.0)]);
+                        vec![
+                            mul(exponent.clone(), prim(Prim::Pow, vec![base.clone(), less])),
+                            cond(
+                                prim(Prim::Eq, vec![base.clone(), real_const(0.0)]),
+                                real_const(0.0),
+                                mul(r.clone(), prim(Prim::Log, vec![base.clone()])),
+                            ),
+                        ]
+                    },
+                    domain: &[Domain::Positive, Domain::Bounded],
+                },
+                cost: COST_BINARY_NL,
+                cheap: false,
+                lowering: call(Shim::Binary(c_pow), "gradlift_pow", "pow"),
+            },
+            Prim::Min => PrimInfo {
+                name: "min",
+                arity: 2,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| min(x[0], x[1]),
+                    partials: |a, _| {
+                        let second = || lt(a[1].clone(), a[0].clone());
+                        vec![step(second(), 0.0, 1.0), step(second(), 1.0, 0.0)]
+                    },
+                    domain: ANY2,
+                },
+                cost: COST_ADD,
+                cheap: true,
+                lowering: Lowering::Inline(Sequence::Min),
+            },
+            Prim::Max => PrimInfo {
+                name: "max",
+                arity: 2,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| max(x[0], x[1]),
+                    partials: |a, _| {
+                        let second = || lt(a[0].clone(), a[1].clone());
+                        vec![step(second(), 0.0, 1.0), step(second(), 1.0, 0.0)]
+                    },
+                    domain: ANY2,
+                },
+                cost: COST_ADD,
+                cheap: true,
+                lowering: Lowering::Inline(Sequence::Max),
+            },
+            Prim::Lt => compare("<", |a, b| a < b, Comparison::Lt),
+            Prim::Le => compare("<=", |a, b| a <= b, Comparison::Le),
+            Prim::Gt => compare(">", |a, b| a > b, Comparison::Gt),
+            Prim::Ge => compare(">=", |a, b| a >= b, Comparison::Ge),
+            Prim::Eq => compare("==", |a, b| a == b, Comparison::Eq),
+            Prim::Ne => compare("!=", |a, b| a != b, Comparison::Ne),
+            Prim::And => logic("and", Connective::And, Infix(prec::AND), [3, 0, 0, 0]),
+            Prim::Or => logic("or", Connective::Or, Infix(prec::OR), [3, 0, 0, 0]),
+            Prim::Not => logic("not", Connective::Not, Prefix, [2, 0, 0, 0]),
         }
     }
 
@@ -186,56 +726,15 @@ impl Prim {
         }
     }
 
-    /// Evaluates a real primitive. The semantics is IEEE 754 double
-    /// arithmetic with the C library's functions, but `exp` and `tanh`,
-    /// which are [`crate::exp::exp`] and [`crate::exp::tanh`] (the native
-    /// backends emit the same operations);
-    /// `min`/`max` return the first
-    /// argument on ties, `sign(0) = 0` and `sign(nan) = nan`.
+    /// Evaluates a real primitive (the `eval` column).
     ///
     /// # Panics
     ///
     /// On a comparison or logical primitive, or a wrong number of arguments
     /// (the type checker rules both out).
     pub fn eval_real(self, args: &[f64]) -> f64 {
-        match (self, args) {
-            (Prim::Add, &[a, b]) => a + b,
-            (Prim::Sub, &[a, b]) => a - b,
-            (Prim::Mul, &[a, b]) => a * b,
-            (Prim::Div, &[a, b]) => a / b,
-            (Prim::Neg, &[a]) => -a,
-            (Prim::Sin, &[a]) => a.sin(),
-            (Prim::Cos, &[a]) => a.cos(),
-            (Prim::Tan, &[a]) => a.tan(),
-            (Prim::Exp, &[a]) => crate::exp::exp(a),
-            (Prim::Log, &[a]) => a.ln(),
-            (Prim::Sqrt, &[a]) => a.sqrt(),
-            (Prim::Tanh, &[a]) => crate::exp::tanh(a),
-            (Prim::Abs, &[a]) => a.abs(),
-            (Prim::Sign, &[a]) => {
-                if a > 0.0 {
-                    1.0
-                } else if a < 0.0 {
-                    -1.0
-                } else {
-                    a * 0.0
-                }
-            }
-            (Prim::Pow, &[a, b]) => a.powf(b),
-            (Prim::Min, &[a, b]) => {
-                if b < a {
-                    b
-                } else {
-                    a
-                }
-            }
-            (Prim::Max, &[a, b]) => {
-                if b > a {
-                    b
-                } else {
-                    a
-                }
-            }
+        match self.info().semantics {
+            Semantics::Real { eval, .. } if args.len() == self.info().arity => eval(args),
             _ => panic!("eval_real: {self:?} applied to {} reals", args.len()),
         }
     }
@@ -246,22 +745,14 @@ impl Prim {
     ///
     /// On a primitive that is not a comparison.
     pub fn eval_compare(self, a: f64, b: f64) -> bool {
-        match self {
-            Prim::Lt => a < b,
-            Prim::Le => a <= b,
-            Prim::Gt => a > b,
-            Prim::Ge => a >= b,
-            Prim::Eq => a == b,
-            Prim::Ne => a != b,
+        match self.info().semantics {
+            Semantics::Compare(eval) => eval(a, b),
             _ => panic!("eval_compare: {self:?} is not a comparison"),
         }
     }
-}
 
-impl Prim {
     /// The partial derivatives `∂ᵢ p(args)` of a real primitive, as terms
-    /// over `args` and `result` (the primal value, reused where the
-    /// derivative is a function of it: `exp`, `sqrt`, `tanh`, `tan`, `/`).
+    /// over `args` and `result` (the `partials` column).
     ///
     /// Non-smooth primitives differentiate as the branch taken, a tie
     /// following the first argument (Appendix A.4): `abs'(0) = 1`,
@@ -273,53 +764,18 @@ impl Prim {
     ///
     /// On a comparison or logical primitive (they are not differentiated).
     pub fn partials(self, args: &[Expr], result: &Expr) -> Vec<Expr> {
-        use crate::build::*;
-        let a = || args[0].clone();
-        let b = || args[1].clone();
-        let r = || result.clone();
-        let one = || real(1.0);
-        let div = |x: Expr, y: Expr| prim(Prim::Div, vec![x, y]);
-        let lt = |x: Expr, y: Expr| prim(Prim::Lt, vec![x, y]);
-        let step = |c: Expr, t: f64, f: f64| cond(c, real(t), real(f));
-        match self {
-            Prim::Add => vec![one(), one()],
-            Prim::Sub => vec![one(), real(-1.0)],
-            Prim::Mul => vec![b(), a()],
-            Prim::Div => vec![div(one(), b()), neg(div(r(), b()))],
-            Prim::Neg => vec![real(-1.0)],
-            Prim::Sin => vec![prim(Prim::Cos, vec![a()])],
-            Prim::Cos => vec![neg(prim(Prim::Sin, vec![a()]))],
-            Prim::Tan => vec![add(one(), mul(r(), r()))],
-            Prim::Exp => vec![r()],
-            Prim::Log => vec![div(one(), a())],
-            Prim::Sqrt => vec![div(real(0.5), r())],
-            Prim::Tanh => vec![prim(Prim::Sub, vec![one(), mul(r(), r())])],
-            Prim::Abs => vec![step(lt(a(), real(0.0)), -1.0, 1.0)],
-            Prim::Sign => vec![Expr::structural_zero()],
-            Prim::Pow => vec![
-                mul(
-                    b(),
-                    prim(Prim::Pow, vec![a(), prim(Prim::Sub, vec![b(), one()])]),
-                ),
-                cond(
-                    prim(Prim::Eq, vec![a(), real(0.0)]),
-                    real(0.0),
-                    mul(r(), prim(Prim::Log, vec![a()])),
-                ),
-            ],
-            Prim::Min => vec![step(lt(b(), a()), 0.0, 1.0), step(lt(b(), a()), 1.0, 0.0)],
-            Prim::Max => vec![step(lt(a(), b()), 0.0, 1.0), step(lt(a(), b()), 1.0, 0.0)],
-            Prim::Lt
-            | Prim::Le
-            | Prim::Gt
-            | Prim::Ge
-            | Prim::Eq
-            | Prim::Ne
-            | Prim::And
-            | Prim::Or
-            | Prim::Not => {
-                panic!("partials: {self:?} is not a real primitive")
-            }
+        match self.info().semantics {
+            Semantics::Real { partials, .. } => partials(args, result),
+            _ => panic!("partials: {self:?} is not a real primitive"),
+        }
+    }
+
+    /// Where each argument keeps it smooth and finite (real primitives;
+    /// empty for the others).
+    pub fn domain(self) -> &'static [Domain] {
+        match self.info().semantics {
+            Semantics::Real { domain, .. } => domain,
+            _ => &[],
         }
     }
 }
@@ -342,6 +798,39 @@ mod tests {
                 Fixity::Call => assert_eq!(Prim::from_call_name(info.name), Some(p)),
                 Fixity::Infix(_) => assert_eq!(info.arity, 2),
                 Fixity::Prefix => assert_eq!(info.arity, 1),
+            }
+            match (info.semantics, info.lowering) {
+                (Semantics::Real { domain, .. }, lowering) => {
+                    assert_eq!(domain.len(), info.arity, "{p:?}");
+                    if let Lowering::Call { shim, .. } = lowering {
+                        assert_eq!(shim.arity(), info.arity, "{p:?}");
+                    }
+                    assert!(!matches!(
+                        lowering,
+                        Lowering::Compare(_) | Lowering::Logic(_)
+                    ));
+                }
+                (Semantics::Compare(_), lowering) => {
+                    assert!(matches!(lowering, Lowering::Compare(_)), "{p:?}")
+                }
+                (Semantics::Logic, lowering) => {
+                    assert!(matches!(lowering, Lowering::Logic(_)), "{p:?}")
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn calls_evaluate_with_the_function_native_code_calls() {
+        for p in Prim::ALL {
+            if let Lowering::Call { shim, .. } = p.info().lowering {
+                for x in [-1.7, -0.3, 0.0, 0.4, 2.5, f64::INFINITY, f64::NAN] {
+                    let (got, want) = match shim {
+                        Shim::Unary(f) => (p.eval_real(&[x.abs()]), f(x.abs())),
+                        Shim::Binary(f) => (p.eval_real(&[x.abs(), 0.5]), f(x.abs(), 0.5)),
+                    };
+                    assert!(got.to_bits() == want.to_bits(), "{p:?} at {x}");
+                }
             }
         }
     }

@@ -40,6 +40,23 @@ impl Span {
         self == Span::STRUCTURAL
     }
 
+    /// The `k`-th synthetic span: distinct from every other span and
+    /// pointing at no text (its start is past its end). The type checker
+    /// gives one to each call of a module built without text, whose spans
+    /// would otherwise not tell its calls apart.
+    pub fn synthetic(k: u32) -> Span {
+        Span {
+            start: k.saturating_add(1).min(u32::MAX - 1),
+            end: 0,
+        }
+    }
+
+    /// Whether the span points at text: neither [`Span::DUMMY`],
+    /// [`Span::STRUCTURAL`] nor [`Span::synthetic`].
+    pub fn is_text(self) -> bool {
+        self != Span::DUMMY && !self.is_structural() && self.start <= self.end
+    }
+
     /// The smallest span covering both.
     pub fn to(self, other: Span) -> Span {
         Span {

@@ -9,14 +9,15 @@
 //! so empty arrays occur).
 //!
 //! The programs are meant for comparing engines and finite differences, so
-//! primitives are kept inside their smooth domain by construction (`log`
-//! and `sqrt` of `e*e + 0.5`, division by `e*e + 1`, `exp` and `tan` of a
-//! `sin`), and indexing is generated only on arrays whose type guarantees an
-//! element. Non-smooth primitives (`abs`, `min`, `max`, `sign`) and
+//! primitives are kept inside their smooth domain by construction, from the
+//! `domain` column of the primitive table (`log` and `sqrt` of `e*e + 0.5`,
+//! `exp` and `tan` of a `sin`; division by `e*e + 1`), and indexing is
+//! generated only on arrays whose type guarantees an element. Every real
+//! primitive of the table is generated. Non-smooth primitives (`abs`, `min`, `max`, `sign`) and
 //! conditionals do occur; tests that compare against finite differences
 //! tolerate the rare input that lands on a kink.
 
-use crate::prim::Prim;
+use crate::prim::{Domain, Prim};
 use crate::syntax::*;
 use crate::value::Value;
 use proptest::prelude::*;
@@ -503,44 +504,7 @@ impl Gen {
                 let b = self.expr(&Type::Real, d);
                 prim(Prim::Div, vec![a, self.positive(b, 1.0)])
             }
-            4 => {
-                let ops = [
-                    Prim::Sin,
-                    Prim::Cos,
-                    Prim::Tanh,
-                    Prim::Neg,
-                    Prim::Abs,
-                    Prim::Sign,
-                ];
-                let op = self.pick(&ops);
-                prim(op, vec![self.expr(&Type::Real, d)])
-            }
-            5 => {
-                let inner = prim(Prim::Sin, vec![self.expr(&Type::Real, d)]);
-                let op = self.pick(&[Prim::Exp, Prim::Tan]);
-                prim(op, vec![inner])
-            }
-            6 => {
-                let op = self.pick(&[Prim::Log, Prim::Sqrt]);
-                {
-                    let x = self.expr(&Type::Real, d);
-                    let arg = self.positive(x, 0.5);
-                    prim(op, vec![arg])
-                }
-            }
-            7 => {
-                let op = self.pick(&[Prim::Min, Prim::Max]);
-                prim(
-                    op,
-                    vec![self.expr(&Type::Real, d), self.expr(&Type::Real, d)],
-                )
-            }
-            8 => {
-                let x = self.expr(&Type::Real, d);
-                let base = self.positive(x, 0.5);
-                let expo = prim(Prim::Sin, vec![self.expr(&Type::Real, d)]);
-                prim(Prim::Pow, vec![base, expo])
-            }
+            4..=8 => self.table_prim(d),
             9 => {
                 let sizes = self.known_sizes();
                 let n = self.pick(&sizes);
@@ -613,6 +577,33 @@ impl Gen {
                 }
             }
         }
+    }
+
+    /// A real primitive of the table other than `+ - * /` (which the
+    /// arms around this one build), its arguments shaped by its `domain`
+    /// column: positive for `log`, bounded (a sine) for `exp`.
+    fn table_prim(&mut self, d: u32) -> Expr {
+        let choices: Vec<Prim> = Prim::ALL
+            .into_iter()
+            .filter(|p| {
+                p.info().kind() == crate::prim::PrimKind::Real
+                    && !matches!(p, Prim::Add | Prim::Sub | Prim::Mul | Prim::Div)
+            })
+            .collect();
+        let p = self.pick(&choices);
+        let args = p
+            .domain()
+            .iter()
+            .map(|domain| {
+                let x = self.expr(&Type::Real, d);
+                match domain {
+                    Domain::Any => x,
+                    Domain::Positive => self.positive(x, 0.5),
+                    Domain::Bounded => prim(Prim::Sin, vec![x]),
+                }
+            })
+            .collect();
+        prim(p, args)
     }
 
     /// A real computed through a function value: `let f = fun (p: R) -> e

@@ -127,7 +127,8 @@ impl CheckedModule {
 }
 
 /// Type-checks every definition of `module`.
-pub fn check_module(module: Module) -> TResult<CheckedModule> {
+pub fn check_module(mut module: Module) -> TResult<CheckedModule> {
+    distinct_call_spans(&mut module);
     let mut sigs: Vec<Signature> = Vec::new();
     let mut calls = Vec::new();
     let mut seen: HashMap<Name, Span> = HashMap::new();
@@ -146,6 +147,82 @@ pub fn check_module(module: Module) -> TResult<CheckedModule> {
         sigs,
         calls,
     })
+}
+
+/// The instantiation of each call is recorded by the call's span, so the
+/// spans of calls must differ: they do in a module parsed from text; in
+/// one built by a program (the test generator, a library user) they may
+/// all be [`Span::DUMMY`]. Every call (an application, or a name as the
+/// function argument of an array operation) whose span another call has
+/// already is given a [`Span::synthetic`] one.
+fn distinct_call_spans(module: &mut Module) {
+    fn calls(e: &Expr, out: &mut Vec<Span>) {
+        let mut stack = vec![e];
+        while let Some(e) = stack.pop() {
+            match &e.kind {
+                ExprKind::Apply(..) => out.push(e.span),
+                ExprKind::ArrayOp(_, f, _) if matches!(f.kind, ExprKind::Var(_)) => {
+                    out.push(f.span)
+                }
+                _ => {}
+            }
+            stack.extend(e.children());
+        }
+    }
+    fn respan(e: &mut Expr, seen: &mut std::collections::HashSet<Span>, next: &mut u32) {
+        guard(|| {
+            let mut fresh = |span: &mut Span| {
+                if !seen.insert(*span) {
+                    *span = Span::synthetic(*next);
+                    *next += 1;
+                    seen.insert(*span);
+                }
+            };
+            match &mut e.kind {
+                ExprKind::Apply(..) => fresh(&mut e.span),
+                ExprKind::ArrayOp(_, f, _) if matches!(f.kind, ExprKind::Var(_)) => {
+                    fresh(&mut f.span)
+                }
+                _ => {}
+            }
+            match &mut e.kind {
+                ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::PrimFn(_) => {}
+                ExprKind::Prim(_, xs)
+                | ExprKind::Tuple(xs)
+                | ExprKind::ArrayLit(xs)
+                | ExprKind::Builtin(_, xs) => xs.iter_mut().for_each(|x| respan(x, seen, next)),
+                ExprKind::Let { value, body, .. } => {
+                    respan(value, seen, next);
+                    respan(body, seen, next)
+                }
+                ExprKind::Proj(x, _) | ExprKind::Index(x, _) => respan(x, seen, next),
+                ExprKind::If(c, t, f) => {
+                    respan(c, seen, next);
+                    respan(t, seen, next);
+                    respan(f, seen, next)
+                }
+                ExprKind::Lambda(_, body) => respan(std::sync::Arc::make_mut(body), seen, next),
+                ExprKind::Apply(f, xs) | ExprKind::ArrayOp(_, f, xs) => {
+                    respan(f, seen, next);
+                    xs.iter_mut().for_each(|x| respan(x, seen, next))
+                }
+            }
+        })
+    }
+    for def in &mut module.defs {
+        let mut spans = Vec::new();
+        calls(&def.body, &mut spans);
+        let mut seen = std::collections::HashSet::new();
+        if spans.iter().all(|s| seen.insert(*s)) {
+            continue;
+        }
+        let mut next = 0;
+        respan(
+            &mut def.body,
+            &mut std::collections::HashSet::new(),
+            &mut next,
+        );
+    }
 }
 
 /// An incremental type checker for single terms, for passes that need the
@@ -554,7 +631,7 @@ impl Checker<'_> {
             ExprKind::Prim(p, args) => self.prim(*p, args),
             ExprKind::PrimFn(p) => {
                 let info = p.info();
-                if info.kind != PrimKind::Real {
+                if info.kind() != PrimKind::Real {
                     return invalid(format!("`{p}` cannot be used as a function value"), e.span);
                 }
                 Ok(Type::Fun(
@@ -677,7 +754,7 @@ impl Checker<'_> {
 
     fn prim(&mut self, p: Prim, args: &[Expr]) -> TResult<Type> {
         let info = p.info();
-        match info.kind {
+        match info.kind() {
             PrimKind::Real | PrimKind::Compare => {
                 for a in args {
                     let t = self.infer(a)?;
@@ -692,7 +769,7 @@ impl Checker<'_> {
                         return mismatch(what, &Type::Real, &t, a.span);
                     }
                 }
-                Ok(if info.kind == PrimKind::Real {
+                Ok(if info.kind() == PrimKind::Real {
                     Type::Real
                 } else {
                     Type::Bool

@@ -8,7 +8,7 @@
 #[path = "../tests/support/models.rs"]
 mod models;
 
-use gradlift_tape::{second_derivative, Dual, Tape};
+use gradlift_tape::{second_derivative, Dual, Real, Tape};
 use models::{forward_model, logistic_loss, reverse_model, LOGISTIC_OBS};
 
 fn main() {

@@ -79,8 +79,9 @@
 //! second example does: there the inner `derivative` runs on `Dual<f64>`,
 //! the very type of `x`.
 
-use crate::prim::{self, Binary, Unary};
+use crate::prim;
 use crate::real::{Real, Scalar};
+use gradlift_lang::Prim;
 use std::cmp::Ordering;
 
 /// A dual number `value + tangent·ε` with `ε² = 0`.
@@ -113,73 +114,23 @@ impl<T: Scalar> Dual<T> {
         Dual::new(value, T::from_f64(0.0))
     }
 
+    /// `p(self)` or `p(self, other)`, with the tangent of the result: the
+    /// partials of the rule times the operands' tangents (a zero tangent
+    /// contributes nothing, even against an infinite partial).
     #[inline]
-    pub(crate) fn unary(self, op: Unary) -> Self {
-        let (value, partial) = prim::unary(op, self.value);
-        let tangent = partial
-            .times(self.tangent)
-            .unwrap_or_else(|| T::from_f64(0.0));
-        Dual { value, tangent }
-    }
-
-    #[inline]
-    pub(crate) fn binary(self, op: Binary, other: Self) -> Self {
-        let (value, [da, db]) = prim::binary(op, self.value, other.value);
-        let tangent = match (da.times(self.tangent), db.times(other.tangent)) {
+    pub(crate) fn apply_prim(self, p: Prim, other: Self) -> Self {
+        let (value, [da, db]) = prim::rule(p, self.value, other.value);
+        let second = if p.info().arity == 2 {
+            db.times(other.tangent)
+        } else {
+            None
+        };
+        let tangent = match (da.times(self.tangent), second) {
             (Some(ta), Some(tb)) => ta + tb,
             (Some(t), None) | (None, Some(t)) => t,
             (None, None) => T::from_f64(0.0),
         };
         Dual { value, tangent }
-    }
-
-    /// Sine.
-    pub fn sin(self) -> Self {
-        self.unary(Unary::Sin)
-    }
-    /// Cosine.
-    pub fn cos(self) -> Self {
-        self.unary(Unary::Cos)
-    }
-    /// Tangent (the trigonometric function).
-    pub fn tan(self) -> Self {
-        self.unary(Unary::Tan)
-    }
-    /// `e` to the power `self`.
-    pub fn exp(self) -> Self {
-        self.unary(Unary::Exp)
-    }
-    /// Natural logarithm.
-    pub fn log(self) -> Self {
-        self.unary(Unary::Log)
-    }
-    /// Square root.
-    pub fn sqrt(self) -> Self {
-        self.unary(Unary::Sqrt)
-    }
-    /// Hyperbolic tangent.
-    pub fn tanh(self) -> Self {
-        self.unary(Unary::Tanh)
-    }
-    /// Absolute value; derivative 1 at 0.
-    pub fn abs(self) -> Self {
-        self.unary(Unary::Abs)
-    }
-    /// -1, 0 or 1; derivative 0.
-    pub fn sign(self) -> Self {
-        self.unary(Unary::Sign)
-    }
-    /// `self` to the power `exponent` (C's `pow`).
-    pub fn pow(self, exponent: Self) -> Self {
-        self.binary(Binary::Pow, exponent)
-    }
-    /// The smaller operand, `self` at a tie, with its derivative.
-    pub fn min(self, other: Self) -> Self {
-        self.binary(Binary::Min, other)
-    }
-    /// The larger operand, `self` at a tie, with its derivative.
-    pub fn max(self, other: Self) -> Self {
-        self.binary(Binary::Max, other)
     }
 }
 
@@ -220,41 +171,9 @@ impl<T: Scalar> Real for Dual<T> {
     fn lift(self, c: f64) -> Self {
         Self::from_f64(c)
     }
-    fn sin(self) -> Self {
-        Dual::sin(self)
-    }
-    fn cos(self) -> Self {
-        Dual::cos(self)
-    }
-    fn tan(self) -> Self {
-        Dual::tan(self)
-    }
-    fn exp(self) -> Self {
-        Dual::exp(self)
-    }
-    fn log(self) -> Self {
-        Dual::log(self)
-    }
-    fn sqrt(self) -> Self {
-        Dual::sqrt(self)
-    }
-    fn tanh(self) -> Self {
-        Dual::tanh(self)
-    }
-    fn abs(self) -> Self {
-        Dual::abs(self)
-    }
-    fn sign(self) -> Self {
-        Dual::sign(self)
-    }
-    fn pow(self, exponent: Self) -> Self {
-        Dual::pow(self, exponent)
-    }
-    fn min(self, other: Self) -> Self {
-        Dual::min(self, other)
-    }
-    fn max(self, other: Self) -> Self {
-        Dual::max(self, other)
+    #[inline]
+    fn apply(self, p: Prim, other: Self) -> Self {
+        self.apply_prim(p, other)
     }
 }
 

@@ -7,8 +7,8 @@
 //! the operation then follows the same rule as between two dual numbers.
 
 use crate::dual::Dual;
-use crate::prim::{Binary, Unary};
 use crate::real::Scalar;
+use gradlift_lang::Prim;
 use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
 
 macro_rules! dual_binary_operator {
@@ -17,7 +17,7 @@ macro_rules! dual_binary_operator {
             type Output = Dual<T>;
             #[inline]
             fn $method(self, rhs: Dual<T>) -> Dual<T> {
-                self.binary($op, rhs)
+                self.apply_prim($op, rhs)
             }
         }
 
@@ -25,7 +25,7 @@ macro_rules! dual_binary_operator {
             type Output = Dual<T>;
             #[inline]
             fn $method(self, rhs: f64) -> Dual<T> {
-                self.binary($op, Dual::from_f64(rhs))
+                self.apply_prim($op, Dual::from_f64(rhs))
             }
         }
 
@@ -33,36 +33,36 @@ macro_rules! dual_binary_operator {
             type Output = Dual<T>;
             #[inline]
             fn $method(self, rhs: Dual<T>) -> Dual<T> {
-                Dual::from_f64(self).binary($op, rhs)
+                Dual::from_f64(self).apply_prim($op, rhs)
             }
         }
 
         impl<T: Scalar> $AssignTrait for Dual<T> {
             #[inline]
             fn $assign(&mut self, rhs: Dual<T>) {
-                *self = self.binary($op, rhs);
+                *self = self.apply_prim($op, rhs);
             }
         }
 
         impl<T: Scalar> $AssignTrait<f64> for Dual<T> {
             #[inline]
             fn $assign(&mut self, rhs: f64) {
-                *self = self.binary($op, Dual::from_f64(rhs));
+                *self = self.apply_prim($op, Dual::from_f64(rhs));
             }
         }
     };
 }
 
-dual_binary_operator!(Add, add, AddAssign, add_assign, Binary::Add);
-dual_binary_operator!(Sub, sub, SubAssign, sub_assign, Binary::Sub);
-dual_binary_operator!(Mul, mul, MulAssign, mul_assign, Binary::Mul);
-dual_binary_operator!(Div, div, DivAssign, div_assign, Binary::Div);
+dual_binary_operator!(Add, add, AddAssign, add_assign, Prim::Add);
+dual_binary_operator!(Sub, sub, SubAssign, sub_assign, Prim::Sub);
+dual_binary_operator!(Mul, mul, MulAssign, mul_assign, Prim::Mul);
+dual_binary_operator!(Div, div, DivAssign, div_assign, Prim::Div);
 
 impl<T: Scalar> Neg for Dual<T> {
     type Output = Dual<T>;
     #[inline]
     fn neg(self) -> Dual<T> {
-        self.unary(Unary::Neg)
+        self.apply_prim(Prim::Neg, self)
     }
 }
 

@@ -1,44 +1,25 @@
-//! The primitives, each declared once: its value and its partial derivatives.
+//! The generic rules of the primitives: a value and its partial
+//! derivatives for operands of any [`Scalar`] type.
+//!
+//! The primitives are the language's ([`gradlift_lang::Prim`], whose table
+//! gives their evaluation on `f64` and their partial derivatives as terms);
+//! these rules are that table's column for the tape. [`rule`] matches on
+//! every primitive without a wildcard, so a primitive added to the table
+//! without its rule here does not compile, and a test checks every rule
+//! against the table's evaluation and partial derivatives.
 //!
 //! Input: the operands as any [`Scalar`] `R`. Output: the result in `R` and
-//! one [`Partial`] per operand, also in `R`. [`Dual`](crate::Dual) calls these
-//! rules with `R` its component type (so a `Dual<Dual<f64>>` evaluates them
-//! on `Dual<f64>`, which evaluates them on `f64`), and the tape calls them
-//! with `R = f64` and stores the partials. Adding a primitive is one row in
-//! [`unary`] or [`binary`] plus the methods that name it.
+//! one [`Partial`] per operand, also in `R`. [`Dual`](crate::Dual) calls
+//! these rules with `R` its component type (so a `Dual<Dual<f64>>` evaluates
+//! them on `Dual<f64>`, which evaluates them on `f64`), and the tape calls
+//! them with `R = f64` and stores the partials.
 //!
 //! The rules agree with `gradlift_lang::Prim::partials`: non-smooth
 //! primitives differentiate as the branch taken, a tie following the first
 //! argument; `sign` has derivative 0; `∂₂pow(0, b) = 0`.
 
 use crate::real::Scalar;
-
-/// A primitive of one operand.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Unary {
-    Neg,
-    Sin,
-    Cos,
-    Tan,
-    Exp,
-    Log,
-    Sqrt,
-    Tanh,
-    Abs,
-    Sign,
-}
-
-/// A primitive of two operands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Binary {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Pow,
-    Min,
-    Max,
-}
+use gradlift_lang::Prim;
 
 /// A partial derivative. The constant cases are structural: `Zero` drops the
 /// term (the operand does not influence the result), `One` and `MinusOne`
@@ -84,144 +65,154 @@ impl Partial<f64> {
     }
 }
 
-/// `op(a)` and `∂op/∂a`.
+/// `p(a)` or `p(a, b)` and the partial derivatives (a primitive of one
+/// argument ignores `b` and its second partial is `Zero`).
+///
+/// # Panics
+///
+/// On a comparison or a logical connective, which are not real functions.
 #[inline]
-pub(crate) fn unary<R: Scalar>(op: Unary, a: R) -> (R, Partial<R>) {
+pub(crate) fn rule<R: Scalar>(p: Prim, a: R, b: R) -> (R, [Partial<R>; 2]) {
     use Partial::*;
-    match op {
-        Unary::Neg => (-a, MinusOne),
-        Unary::Sin => (a.sin(), Of(a.cos())),
-        Unary::Cos => (a.cos(), Of(-a.sin())),
-        Unary::Tan => {
-            let result = a.tan();
-            (result, Of(result * result + 1.0))
-        }
-        Unary::Exp => {
-            let result = a.exp();
-            (result, Of(result))
-        }
-        Unary::Log => (a.log(), Of(R::from_f64(1.0) / a)),
-        Unary::Sqrt => {
-            let result = a.sqrt();
-            (result, Of(R::from_f64(0.5) / result))
-        }
-        Unary::Tanh => {
-            let result = a.tanh();
-            (result, Of(R::from_f64(1.0) - result * result))
-        }
-        Unary::Abs => (a.abs(), if a < 0.0 { MinusOne } else { One }),
-        Unary::Sign => (a.sign(), Zero),
-    }
-}
-
-/// `op(a, b)`, `∂op/∂a` and `∂op/∂b`.
-#[inline]
-pub(crate) fn binary<R: Scalar>(op: Binary, a: R, b: R) -> (R, [Partial<R>; 2]) {
-    use Partial::*;
-    match op {
-        Binary::Add => (a + b, [One, One]),
-        Binary::Sub => (a - b, [One, MinusOne]),
-        Binary::Mul => (a * b, [Of(b), Of(a)]),
-        Binary::Div => {
+    let one = |x: R, d: Partial<R>| (x, [d, Zero]);
+    match p {
+        Prim::Add => (a + b, [One, One]),
+        Prim::Sub => (a - b, [One, MinusOne]),
+        Prim::Mul => (a * b, [Of(b), Of(a)]),
+        Prim::Div => {
             let result = a / b;
             (result, [Of(R::from_f64(1.0) / b), Of(-(result / b))])
         }
-        Binary::Pow => {
+        Prim::Neg => one(-a, MinusOne),
+        Prim::Sin => one(a.sin(), Of(a.cos())),
+        Prim::Cos => one(a.cos(), Of(-a.sin())),
+        Prim::Tan => {
+            let result = a.tan();
+            one(result, Of(result * result + 1.0))
+        }
+        Prim::Exp => {
+            let result = a.exp();
+            one(result, Of(result))
+        }
+        Prim::Log => one(a.log(), Of(R::from_f64(1.0) / a)),
+        Prim::Sqrt => {
+            let result = a.sqrt();
+            one(result, Of(R::from_f64(0.5) / result))
+        }
+        Prim::Tanh => {
+            let result = a.tanh();
+            one(result, Of(R::from_f64(1.0) - result * result))
+        }
+        Prim::Abs => one(a.abs(), if a < 0.0 { MinusOne } else { One }),
+        Prim::Sign => one(a.sign(), Zero),
+        Prim::Pow => {
             let result = a.pow(b);
             let base = Of(b * a.pow(b - 1.0));
             let exponent = if a == 0.0 { Zero } else { Of(result * a.log()) };
             (result, [base, exponent])
         }
-        Binary::Min => {
+        Prim::Min => {
             if b < a {
                 (b, [Zero, One])
             } else {
                 (a, [One, Zero])
             }
         }
-        Binary::Max => {
+        Prim::Max => {
             if b > a {
                 (b, [Zero, One])
             } else {
                 (a, [One, Zero])
             }
         }
+        Prim::Lt
+        | Prim::Le
+        | Prim::Gt
+        | Prim::Ge
+        | Prim::Eq
+        | Prim::Ne
+        | Prim::And
+        | Prim::Or
+        | Prim::Not => panic!("`{p}` is not a real function"),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gradlift_lang::prim::{Domain, PrimKind};
 
     fn number(partial: Partial<f64>) -> f64 {
         partial.number().unwrap_or(0.0)
     }
 
-    #[test]
-    fn unary_partials_match_central_differences() {
-        let ops = [
-            Unary::Neg,
-            Unary::Sin,
-            Unary::Cos,
-            Unary::Tan,
-            Unary::Exp,
-            Unary::Log,
-            Unary::Sqrt,
-            Unary::Tanh,
-            Unary::Abs,
-            Unary::Sign,
-        ];
-        let h = 1e-6;
-        for op in ops {
-            for a in [0.3, 0.8, 1.7] {
-                let (_, partial) = unary(op, a);
-                let fd = (unary(op, a + h).0 - unary(op, a - h).0) / (2.0 * h);
-                assert!((number(partial) - fd).abs() < 1e-7, "{op:?} at {a}");
-            }
+    /// A point inside `domain`.
+    fn point(domain: Domain, k: usize) -> f64 {
+        let x = [0.3, 0.8, 1.7, -0.6][k % 4];
+        match domain {
+            Domain::Any => x,
+            Domain::Positive => x.abs() + 0.2,
+            Domain::Bounded => x.sin(),
         }
     }
 
     #[test]
-    fn binary_partials_match_central_differences() {
-        let ops = [
-            Binary::Add,
-            Binary::Sub,
-            Binary::Mul,
-            Binary::Div,
-            Binary::Pow,
-            Binary::Min,
-            Binary::Max,
-        ];
+    fn every_rule_is_the_tables_value_and_partials() {
         let h = 1e-6;
-        for op in ops {
-            for (a, b) in [(0.3, 1.9), (1.7, 0.6), (2.5, -0.4)] {
-                let (_, [da, db]) = binary(op, a, b);
-                let fd_a = (binary(op, a + h, b).0 - binary(op, a - h, b).0) / (2.0 * h);
-                let fd_b = (binary(op, a, b + h).0 - binary(op, a, b - h).0) / (2.0 * h);
-                assert!((number(da) - fd_a).abs() < 1e-7, "∂₁{op:?} at {a}, {b}");
-                assert!((number(db) - fd_b).abs() < 1e-7, "∂₂{op:?} at {a}, {b}");
+        for p in Prim::ALL {
+            if p.info().kind() != PrimKind::Real {
+                continue;
+            }
+            let domain = p.domain();
+            for k in 0..4 {
+                let xs: Vec<f64> = domain
+                    .iter()
+                    .enumerate()
+                    .map(|(i, d)| point(*d, k + 3 * i))
+                    .collect();
+                let (a, b) = (xs[0], xs.get(1).copied().unwrap_or(0.0));
+                let (value, partials) = rule(p, a, b);
+                assert_eq!(
+                    value.to_bits(),
+                    p.eval_real(&xs).to_bits(),
+                    "{p:?} at {xs:?}"
+                );
+                for (i, partial) in partials.iter().take(xs.len()).enumerate() {
+                    let at = |dx: f64| {
+                        let mut ys = xs.clone();
+                        ys[i] += dx;
+                        p.eval_real(&ys)
+                    };
+                    let fd = (at(h) - at(-h)) / (2.0 * h);
+                    assert!(
+                        (number(*partial) - fd).abs() < 1e-6 * (1.0 + fd.abs()),
+                        "∂{}{p:?} at {xs:?}: {} against {fd}",
+                        i + 1,
+                        number(*partial)
+                    );
+                }
             }
         }
     }
 
     #[test]
     fn non_smooth_rules_follow_the_first_argument_at_ties() {
-        assert!(matches!(unary(Unary::Abs, 0.0).1, Partial::One));
-        assert!(matches!(unary(Unary::Abs, -0.0).1, Partial::One));
+        assert!(matches!(rule(Prim::Abs, 0.0, 0.0).1[0], Partial::One));
+        assert!(matches!(rule(Prim::Abs, -0.0, 0.0).1[0], Partial::One));
         assert!(matches!(
-            binary(Binary::Min, 1.0, 1.0).1,
+            rule(Prim::Min, 1.0, 1.0).1,
             [Partial::One, Partial::Zero]
         ));
         assert!(matches!(
-            binary(Binary::Max, 1.0, 1.0).1,
+            rule(Prim::Max, 1.0, 1.0).1,
             [Partial::One, Partial::Zero]
         ));
-        assert!(matches!(binary(Binary::Pow, 0.0, 2.0).1[1], Partial::Zero));
+        assert!(matches!(rule(Prim::Pow, 0.0, 2.0).1[1], Partial::Zero));
     }
 
     #[test]
     fn a_zero_tangent_is_skipped_even_against_an_infinite_partial() {
-        let (_, partial) = unary(Unary::Sqrt, 0.0);
+        let (_, [partial, _]) = rule(Prim::Sqrt, 0.0, 0.0);
         assert_eq!(partial.times(0.0), None);
         assert_eq!(partial.times(1.0), Some(f64::INFINITY));
     }

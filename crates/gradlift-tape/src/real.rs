@@ -3,8 +3,9 @@
 //!
 //! [`Real`] is what a model written once needs: arithmetic among its own
 //! kind and with `f64` on the right, the compound assignments, comparisons by
-//! primal value, and the primitives of DESIGN §1 (`sin cos tan exp log sqrt
-//! tanh abs sign pow min max`). `f64`, every `Dual<T>` and every tape `Var`
+//! primal value, and the real primitives of the language's table
+//! ([`gradlift_lang::Prim`]: `sin cos tan exp log sqrt tanh abs sign pow min
+//! max`, …), each a method that [`Real::apply`]s it. `f64`, every `Dual<T>` and every tape `Var`
 //! implement it, so one generic function runs plainly, in forward mode and in
 //! reverse mode:
 //!
@@ -40,6 +41,7 @@
 //! meaning (`f64::log` takes a base, `f64::min` ignores NaN); generic code
 //! gets the trait's, and concrete `f64` code can call `Real::log(x)`.
 
+use gradlift_lang::Prim;
 use std::fmt::Debug;
 use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
 
@@ -81,31 +83,59 @@ pub trait Real:
     /// dual number with zero tangent at the same nesting level, or a new
     /// variable on the same tape.
     fn lift(self, c: f64) -> Self;
+    /// The real primitive `p` of the language applied to `self`, or to
+    /// `self` and `other` for a primitive of two arguments (`other` is
+    /// ignored for one of one argument). The named methods below call it.
+    fn apply(self, p: Prim, other: Self) -> Self;
     /// Sine.
-    fn sin(self) -> Self;
+    fn sin(self) -> Self {
+        self.apply(Prim::Sin, self)
+    }
     /// Cosine.
-    fn cos(self) -> Self;
+    fn cos(self) -> Self {
+        self.apply(Prim::Cos, self)
+    }
     /// Tangent.
-    fn tan(self) -> Self;
-    /// `e` to the power `self`.
-    fn exp(self) -> Self;
+    fn tan(self) -> Self {
+        self.apply(Prim::Tan, self)
+    }
+    /// `e` to the power `self` (gradlift's `exp`, as the language computes it).
+    fn exp(self) -> Self {
+        self.apply(Prim::Exp, self)
+    }
     /// Natural logarithm.
-    fn log(self) -> Self;
+    fn log(self) -> Self {
+        self.apply(Prim::Log, self)
+    }
     /// Square root.
-    fn sqrt(self) -> Self;
-    /// Hyperbolic tangent.
-    fn tanh(self) -> Self;
+    fn sqrt(self) -> Self {
+        self.apply(Prim::Sqrt, self)
+    }
+    /// Hyperbolic tangent (gradlift's, as the language computes it).
+    fn tanh(self) -> Self {
+        self.apply(Prim::Tanh, self)
+    }
     /// Absolute value; its derivative at 0 is 1.
-    fn abs(self) -> Self;
+    fn abs(self) -> Self {
+        self.apply(Prim::Abs, self)
+    }
     /// -1, 0 or 1 (NaN stays NaN); its derivative is 0.
-    fn sign(self) -> Self;
+    fn sign(self) -> Self {
+        self.apply(Prim::Sign, self)
+    }
     /// `self` to the power `exponent`, as C's `pow`. The derivative in the
     /// exponent is 0 at base 0 (as in JAX) rather than `0 · log 0 = NaN`.
-    fn pow(self, exponent: Self) -> Self;
+    fn pow(self, exponent: Self) -> Self {
+        self.apply(Prim::Pow, exponent)
+    }
     /// `if other < self then other else self`: a tie returns `self`.
-    fn min(self, other: Self) -> Self;
+    fn min(self, other: Self) -> Self {
+        self.apply(Prim::Min, other)
+    }
     /// `if other > self then other else self`: a tie returns `self`.
-    fn max(self, other: Self) -> Self;
+    fn max(self, other: Self) -> Self {
+        self.apply(Prim::Max, other)
+    }
 }
 
 /// A [`Real`] that can be a tangent: constants exist without context, and
@@ -130,67 +160,13 @@ impl Real for f64 {
     fn lift(self, c: f64) -> Self {
         c
     }
+    /// The language's evaluation ([`Prim::eval_real`]), so a model run on
+    /// `f64` gives the interpreter's and the compiled code's bits.
     #[inline]
-    fn sin(self) -> Self {
-        f64::sin(self)
-    }
-    #[inline]
-    fn cos(self) -> Self {
-        f64::cos(self)
-    }
-    #[inline]
-    fn tan(self) -> Self {
-        f64::tan(self)
-    }
-    #[inline]
-    fn exp(self) -> Self {
-        f64::exp(self)
-    }
-    #[inline]
-    fn log(self) -> Self {
-        f64::ln(self)
-    }
-    #[inline]
-    fn sqrt(self) -> Self {
-        f64::sqrt(self)
-    }
-    #[inline]
-    fn tanh(self) -> Self {
-        f64::tanh(self)
-    }
-    #[inline]
-    fn abs(self) -> Self {
-        f64::abs(self)
-    }
-    #[inline]
-    fn sign(self) -> Self {
-        if self > 0.0 {
-            1.0
-        } else if self < 0.0 {
-            -1.0
-        } else {
-            // 0 stays 0 (keeping its sign), NaN stays NaN.
-            self * 0.0
-        }
-    }
-    #[inline]
-    fn pow(self, exponent: Self) -> Self {
-        f64::powf(self, exponent)
-    }
-    #[inline]
-    fn min(self, other: Self) -> Self {
-        if other < self {
-            other
-        } else {
-            self
-        }
-    }
-    #[inline]
-    fn max(self, other: Self) -> Self {
-        if other > self {
-            other
-        } else {
-            self
+    fn apply(self, p: Prim, other: Self) -> Self {
+        match p.info().arity {
+            1 => p.eval_real(&[self]),
+            _ => p.eval_real(&[self, other]),
         }
     }
 }

@@ -34,7 +34,7 @@
 //! mathematics gives.
 //!
 //! ```
-//! use gradlift_tape::Tape;
+//! use gradlift_tape::{Real, Tape};
 //!
 //! let tape = Tape::new();
 //! let x = tape.var(1.5);

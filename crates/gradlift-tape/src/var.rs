@@ -4,9 +4,10 @@
 //! comparisons are free) and records one node. An `f64` operand is not
 //! recorded: `x * 2.0` stores one node with the single partial 2.
 
-use crate::prim::{self, Binary, Partial, Unary};
+use crate::prim::{self, Partial};
 use crate::real::Real;
 use crate::tape::Tape;
+use gradlift_lang::Prim;
 use std::cmp::Ordering;
 use std::fmt;
 use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
@@ -64,74 +65,25 @@ impl<'t> Var<'t> {
         }
     }
 
-    fn unary(self, op: Unary) -> Self {
-        let (value, partial) = prim::unary(op, self.value);
+    fn unary(self, p: Prim) -> Self {
+        let (value, [partial, _]) = prim::rule(p, self.value, 0.0);
         self.record(value, [self.operand(partial), None])
     }
 
-    fn binary(self, op: Binary, other: Self) -> Self {
+    fn binary(self, p: Prim, other: Self) -> Self {
         self.tape.check_owner(other);
-        let (value, [da, db]) = prim::binary(op, self.value, other.value);
+        let (value, [da, db]) = prim::rule(p, self.value, other.value);
         self.record(value, [self.operand(da), other.operand(db)])
     }
 
-    fn binary_with_constant_rhs(self, op: Binary, rhs: f64) -> Self {
-        let (value, [da, _]) = prim::binary(op, self.value, rhs);
+    fn binary_with_constant_rhs(self, p: Prim, rhs: f64) -> Self {
+        let (value, [da, _]) = prim::rule(p, self.value, rhs);
         self.record(value, [self.operand(da), None])
     }
 
-    fn binary_with_constant_lhs(self, op: Binary, lhs: f64) -> Self {
-        let (value, [_, db]) = prim::binary(op, lhs, self.value);
+    fn binary_with_constant_lhs(self, p: Prim, lhs: f64) -> Self {
+        let (value, [_, db]) = prim::rule(p, lhs, self.value);
         self.record(value, [None, self.operand(db)])
-    }
-
-    /// Sine.
-    pub fn sin(self) -> Self {
-        self.unary(Unary::Sin)
-    }
-    /// Cosine.
-    pub fn cos(self) -> Self {
-        self.unary(Unary::Cos)
-    }
-    /// Tangent.
-    pub fn tan(self) -> Self {
-        self.unary(Unary::Tan)
-    }
-    /// `e` to the power `self`.
-    pub fn exp(self) -> Self {
-        self.unary(Unary::Exp)
-    }
-    /// Natural logarithm.
-    pub fn log(self) -> Self {
-        self.unary(Unary::Log)
-    }
-    /// Square root.
-    pub fn sqrt(self) -> Self {
-        self.unary(Unary::Sqrt)
-    }
-    /// Hyperbolic tangent.
-    pub fn tanh(self) -> Self {
-        self.unary(Unary::Tanh)
-    }
-    /// Absolute value; derivative 1 at 0.
-    pub fn abs(self) -> Self {
-        self.unary(Unary::Abs)
-    }
-    /// -1, 0 or 1; derivative 0.
-    pub fn sign(self) -> Self {
-        self.unary(Unary::Sign)
-    }
-    /// `self` to the power `exponent` (C's `pow`).
-    pub fn pow(self, exponent: Self) -> Self {
-        self.binary(Binary::Pow, exponent)
-    }
-    /// The smaller operand, `self` at a tie, with its derivative.
-    pub fn min(self, other: Self) -> Self {
-        self.binary(Binary::Min, other)
-    }
-    /// The larger operand, `self` at a tie, with its derivative.
-    pub fn max(self, other: Self) -> Self {
-        self.binary(Binary::Max, other)
     }
 }
 
@@ -177,16 +129,16 @@ macro_rules! var_binary_operator {
     };
 }
 
-var_binary_operator!(Add, add, AddAssign, add_assign, Binary::Add);
-var_binary_operator!(Sub, sub, SubAssign, sub_assign, Binary::Sub);
-var_binary_operator!(Mul, mul, MulAssign, mul_assign, Binary::Mul);
-var_binary_operator!(Div, div, DivAssign, div_assign, Binary::Div);
+var_binary_operator!(Add, add, AddAssign, add_assign, Prim::Add);
+var_binary_operator!(Sub, sub, SubAssign, sub_assign, Prim::Sub);
+var_binary_operator!(Mul, mul, MulAssign, mul_assign, Prim::Mul);
+var_binary_operator!(Div, div, DivAssign, div_assign, Prim::Div);
 
 impl<'t> Neg for Var<'t> {
     type Output = Var<'t>;
     #[inline]
     fn neg(self) -> Var<'t> {
-        self.unary(Unary::Neg)
+        self.unary(Prim::Neg)
     }
 }
 
@@ -244,40 +196,12 @@ impl Real for Var<'_> {
     fn lift(self, c: f64) -> Self {
         self.tape.var(c)
     }
-    fn sin(self) -> Self {
-        Var::sin(self)
-    }
-    fn cos(self) -> Self {
-        Var::cos(self)
-    }
-    fn tan(self) -> Self {
-        Var::tan(self)
-    }
-    fn exp(self) -> Self {
-        Var::exp(self)
-    }
-    fn log(self) -> Self {
-        Var::log(self)
-    }
-    fn sqrt(self) -> Self {
-        Var::sqrt(self)
-    }
-    fn tanh(self) -> Self {
-        Var::tanh(self)
-    }
-    fn abs(self) -> Self {
-        Var::abs(self)
-    }
-    fn sign(self) -> Self {
-        Var::sign(self)
-    }
-    fn pow(self, exponent: Self) -> Self {
-        Var::pow(self, exponent)
-    }
-    fn min(self, other: Self) -> Self {
-        Var::min(self, other)
-    }
-    fn max(self, other: Self) -> Self {
-        Var::max(self, other)
+    #[inline]
+    fn apply(self, p: Prim, other: Self) -> Self {
+        if p.info().arity == 2 {
+            self.binary(p, other)
+        } else {
+            self.unary(p)
+        }
     }
 }

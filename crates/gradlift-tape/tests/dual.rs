@@ -1,7 +1,7 @@
 //! Dual numbers: the primitives against closed forms, nesting, and
 //! perturbation confusion.
 
-use gradlift_tape::{derivative, second_derivative, Dual};
+use gradlift_tape::{derivative, second_derivative, Dual, Real};
 
 fn assert_close(actual: f64, expected: f64, what: &str) {
     assert!(

@@ -4,7 +4,7 @@
 
 mod support;
 
-use gradlift_tape::{Dual, Tape};
+use gradlift_tape::{Dual, Real, Tape};
 use support::models::{forward_model, logistic_loss, reverse_model, LOGISTIC_OBS};
 
 fn assert_close(actual: f64, expected: f64, tolerance: f64, what: &str) {

@@ -163,7 +163,7 @@ impl Numbering {
 /// Whether `e` is a computation worth binding.
 fn is_computation(e: &Expr) -> bool {
     match &e.kind {
-        ExprKind::Prim(p, _) => p.info().kind == PrimKind::Real,
+        ExprKind::Prim(p, _) => p.info().kind() == PrimKind::Real,
         ExprKind::ArrayOp(..)
         | ExprKind::Builtin(..)
         | ExprKind::Apply(..)
@@ -314,7 +314,7 @@ impl Cse<'_> {
     /// A condition: comparisons take operands, connectives conditions.
     fn condition(&mut self, c: Expr) -> Expr {
         guard(|| match &c.kind {
-            ExprKind::Prim(p, _) if p.info().kind == PrimKind::Logic => {
+            ExprKind::Prim(p, _) if p.info().kind() == PrimKind::Logic => {
                 map_children(c, &mut |x| self.condition(x))
             }
             _ => map_children(c, &mut |x| self.operand(x)),

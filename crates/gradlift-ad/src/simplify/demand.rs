@@ -96,7 +96,7 @@ impl Demand {
 /// A real computed by one arithmetic primitive: replaced by `0` where no
 /// one reads it.
 fn replaceable(e: &Expr) -> bool {
-    matches!(&e.kind, ExprKind::Prim(p, _) if p.info().kind == PrimKind::Real)
+    matches!(&e.kind, ExprKind::Prim(p, _) if p.info().kind() == PrimKind::Real)
 }
 
 /// Runs the pass; whether it replaced anything.

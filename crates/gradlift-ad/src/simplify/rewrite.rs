@@ -34,7 +34,7 @@ pub(super) fn eta(params: &[Param], body: &Expr) -> Option<Prim> {
         return None;
     };
     let info = p.info();
-    let nameable = info.kind == PrimKind::Real
+    let nameable = info.kind() == PrimKind::Real
         && (info.fixity == Fixity::Call || Prim::from_section(info.name) == Some(*p));
     if !nameable || args.len() != params.len() {
         return None;
@@ -110,7 +110,7 @@ pub(super) fn scalar(p: Prim, args: &[Val], opts: &Options) -> Option<(Rule, Sca
     found.or_else(|| {
         let consts: Option<Vec<f64>> = k.iter().map(|c| c.map(|(x, _)| x)).collect();
         let consts = consts?;
-        (p.info().kind == PrimKind::Real && consts.len() == p.info().arity)
+        (p.info().kind() == PrimKind::Real && consts.len() == p.info().arity)
             .then(|| (Rule::ConstFold, Scalar::Const(p.eval_real(&consts))))
     })
 }

@@ -195,13 +195,11 @@ pub(super) fn each_block(e: Expr, f: &mut dyn FnMut(&mut Vec<Binding>, &mut Expr
     })
 }
 
-/// Whether `p` is a transcendental function (a library call, whose result
-/// is worth storing rather than computing twice).
+/// Whether `p` is a transcendental function (a library call or a sequence
+/// with branches of its own, whose result is worth storing rather than
+/// computing twice): not `cheap` in the primitive table.
 pub(super) fn transcendental(p: Prim) -> bool {
-    matches!(
-        p,
-        Prim::Exp | Prim::Log | Prim::Sin | Prim::Cos | Prim::Tan | Prim::Tanh | Prim::Pow
-    )
+    !p.info().cheap
 }
 
 /// Whether `e` mentions any of `names` free.

@@ -26,7 +26,7 @@ impl Pe<'_> {
             let ExprKind::Prim(p, args) = &e.kind else {
                 return ill_typed(e.span, "expected a condition");
             };
-            match p.info().kind {
+            match p.info().kind() {
                 PrimKind::Compare => {
                     let vals = self.eval_all(args)?;
                     if let [Val::Const(a, _), Val::Const(b, _)] = vals.as_slice() {

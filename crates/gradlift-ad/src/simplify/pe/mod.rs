@@ -291,7 +291,7 @@ impl Pe<'_> {
                 .unwrap_or_else(|| Val::Var(n.clone()))),
             ExprKind::PrimFn(p) => Ok(Val::Fun(Rc::new(Fun::Prim(*p)))),
             ExprKind::Prim(p, args) => {
-                if p.info().kind != PrimKind::Real {
+                if p.info().kind() != PrimKind::Real {
                     return ill_typed(span, format!("the condition `{p}` is used as a value"));
                 }
                 let vals = self.eval_all(args)?;
