@@ -65,6 +65,8 @@ primitives! {
     Exp,
     /// `log(a)`, the natural logarithm
     Log,
+    /// `log1p(a)`: log(1 + a), exact near 0
+    Log1p,
     /// `sqrt(a)`
     Sqrt,
     /// `tanh(a)`
@@ -343,6 +345,9 @@ extern "C" fn c_tan(x: f64) -> f64 {
 extern "C" fn c_log(x: f64) -> f64 {
     x.ln()
 }
+extern "C" fn c_log1p(x: f64) -> f64 {
+    x.ln_1p()
+}
 extern "C" fn c_pow(x: f64, y: f64) -> f64 {
     x.powf(y)
 }
@@ -578,6 +583,19 @@ impl Prim {
                 cost: COST_UNARY,
                 cheap: false,
                 lowering: call(Shim::Unary(c_log), "gradlift_log", "log"),
+            },
+            Prim::Log1p => PrimInfo {
+                name: "log1p",
+                arity: 1,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| c_log1p(x[0]),
+                    partials: |a, _| vec![div(real_const(1.0), add(real_const(1.0), a[0].clone()))],
+                    domain: &[Domain::Positive],
+                },
+                cost: COST_UNARY,
+                cheap: false,
+                lowering: call(Shim::Unary(c_log1p), "gradlift_log1p", "log1p"),
             },
             Prim::Sqrt => PrimInfo {
                 name: "sqrt",

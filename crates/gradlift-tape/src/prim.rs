@@ -95,6 +95,7 @@ pub(crate) fn rule<R: Scalar>(p: Prim, a: R, b: R) -> (R, [Partial<R>; 2]) {
             one(result, Of(result))
         }
         Prim::Log => one(a.log(), Of(R::from_f64(1.0) / a)),
+        Prim::Log1p => one(a.log1p(), Of(R::from_f64(1.0) / (a + 1.0))),
         Prim::Sqrt => {
             let result = a.sqrt();
             one(result, Of(R::from_f64(0.5) / result))

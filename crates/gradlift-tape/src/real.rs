@@ -107,6 +107,10 @@ pub trait Real:
     fn log(self) -> Self {
         self.apply(Prim::Log, self)
     }
+    /// `log(1 + self)`, exact near 0.
+    fn log1p(self) -> Self {
+        self.apply(Prim::Log1p, self)
+    }
     /// Square root.
     fn sqrt(self) -> Self {
         self.apply(Prim::Sqrt, self)
