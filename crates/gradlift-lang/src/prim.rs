@@ -63,6 +63,8 @@ primitives! {
     Tan,
     /// `exp(a)`
     Exp,
+    /// `expm1(a)`: exp(a) - 1, exact near 0
+    Expm1,
     /// `log(a)`, the natural logarithm
     Log,
     /// `log1p(a)`: log(1 + a), exact near 0
@@ -348,6 +350,9 @@ extern "C" fn c_log(x: f64) -> f64 {
 extern "C" fn c_log1p(x: f64) -> f64 {
     x.ln_1p()
 }
+extern "C" fn c_expm1(x: f64) -> f64 {
+    x.exp_m1()
+}
 extern "C" fn c_pow(x: f64, y: f64) -> f64 {
     x.powf(y)
 }
@@ -570,6 +575,19 @@ impl Prim {
                 cost: COST_UNARY,
                 cheap: false,
                 lowering: Lowering::Inline(Sequence::Exp),
+            },
+            Prim::Expm1 => PrimInfo {
+                name: "expm1",
+                arity: 1,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| c_expm1(x[0]),
+                    partials: |_, r| vec![add(r.clone(), real_const(1.0))],
+                    domain: &[Domain::Bounded],
+                },
+                cost: COST_UNARY,
+                cheap: false,
+                lowering: call(Shim::Unary(c_expm1), "gradlift_expm1", "expm1"),
             },
             Prim::Log => PrimInfo {
                 name: "log",

@@ -126,6 +126,10 @@ pub(crate) fn rule<R: Scalar>(p: Prim, a: R, b: R) -> (R, [Partial<R>; 2]) {
                 (a, [One, Zero])
             }
         }
+        Prim::Expm1 => {
+            let result = a.expm1();
+            one(result, Of(result + 1.0))
+        }
         Prim::Lt
         | Prim::Le
         | Prim::Gt

@@ -127,6 +127,10 @@ pub trait Real:
     fn sign(self) -> Self {
         self.apply(Prim::Sign, self)
     }
+    /// `exp(self) - 1`, exact near 0.
+    fn expm1(self) -> Self {
+        self.apply(Prim::Expm1, self)
+    }
     /// `self` to the power `exponent`, as C's `pow`. The derivative in the
     /// exponent is 0 at base 0 (as in JAX) rather than `0 · log 0 = NaN`.
     fn pow(self, exponent: Self) -> Self {
