@@ -61,6 +61,8 @@ primitives! {
     Cos,
     /// `tan(a)`
     Tan,
+    /// `atan(a)`
+    Atan,
     /// `exp(a)`
     Exp,
     /// `expm1(a)`: exp(a) - 1, exact near 0
@@ -353,6 +355,9 @@ extern "C" fn c_log1p(x: f64) -> f64 {
 extern "C" fn c_expm1(x: f64) -> f64 {
     x.exp_m1()
 }
+extern "C" fn c_atan(x: f64) -> f64 {
+    x.atan()
+}
 extern "C" fn c_pow(x: f64, y: f64) -> f64 {
     x.powf(y)
 }
@@ -562,6 +567,24 @@ impl Prim {
                 cost: COST_UNARY,
                 cheap: false,
                 lowering: call(Shim::Unary(c_tan), "gradlift_tan", "tan"),
+            },
+            Prim::Atan => PrimInfo {
+                name: "atan",
+                arity: 1,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| c_atan(x[0]),
+                    partials: |a, _| {
+                        vec![div(
+                            real_const(1.0),
+                            add(real_const(1.0), mul(a[0].clone(), a[0].clone())),
+                        )]
+                    },
+                    domain: ANY,
+                },
+                cost: COST_UNARY,
+                cheap: false,
+                lowering: call(Shim::Unary(c_atan), "gradlift_atan", "atan"),
             },
             Prim::Exp => PrimInfo {
                 name: "exp",

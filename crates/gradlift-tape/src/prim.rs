@@ -130,6 +130,7 @@ pub(crate) fn rule<R: Scalar>(p: Prim, a: R, b: R) -> (R, [Partial<R>; 2]) {
             let result = a.expm1();
             one(result, Of(result + 1.0))
         }
+        Prim::Atan => one(a.atan(), Of(R::from_f64(1.0) / (a * a + 1.0))),
         Prim::Lt
         | Prim::Le
         | Prim::Gt

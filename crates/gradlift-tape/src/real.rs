@@ -131,6 +131,10 @@ pub trait Real:
     fn expm1(self) -> Self {
         self.apply(Prim::Expm1, self)
     }
+    /// Arctangent, in (-π/2, π/2).
+    fn atan(self) -> Self {
+        self.apply(Prim::Atan, self)
+    }
     /// `self` to the power `exponent`, as C's `pow`. The derivative in the
     /// exponent is 0 at base 0 (as in JAX) rather than `0 · log 0 = NaN`.
     fn pow(self, exponent: Self) -> Self {
