@@ -63,6 +63,8 @@ primitives! {
     Tan,
     /// `atan(a)`
     Atan,
+    /// `atan2(y, x)`: the angle of (x, y)
+    Atan2,
     /// `exp(a)`
     Exp,
     /// `expm1(a)`: exp(a) - 1, exact near 0
@@ -358,6 +360,9 @@ extern "C" fn c_expm1(x: f64) -> f64 {
 extern "C" fn c_atan(x: f64) -> f64 {
     x.atan()
 }
+extern "C" fn c_atan2(y: f64, x: f64) -> f64 {
+    y.atan2(x)
+}
 extern "C" fn c_pow(x: f64, y: f64) -> f64 {
     x.powf(y)
 }
@@ -585,6 +590,24 @@ impl Prim {
                 cost: COST_UNARY,
                 cheap: false,
                 lowering: call(Shim::Unary(c_atan), "gradlift_atan", "atan"),
+            },
+            // ∂y = x / (x² + y²), ∂x = -y / (x² + y²).
+            Prim::Atan2 => PrimInfo {
+                name: "atan2",
+                arity: 2,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| c_atan2(x[0], x[1]),
+                    partials: |a, _| {
+                        let (y, x) = (&a[0], &a[1]);
+                        let r2 = || add(mul(x.clone(), x.clone()), mul(y.clone(), y.clone()));
+                        vec![div(x.clone(), r2()), neg(div(y.clone(), r2()))]
+                    },
+                    domain: ANY2,
+                },
+                cost: COST_BINARY_NL,
+                cheap: false,
+                lowering: call(Shim::Binary(c_atan2), "gradlift_atan2", "atan2"),
             },
             Prim::Exp => PrimInfo {
                 name: "exp",

@@ -131,6 +131,10 @@ pub(crate) fn rule<R: Scalar>(p: Prim, a: R, b: R) -> (R, [Partial<R>; 2]) {
             one(result, Of(result + 1.0))
         }
         Prim::Atan => one(a.atan(), Of(R::from_f64(1.0) / (a * a + 1.0))),
+        Prim::Atan2 => {
+            let r2 = b * b + a * a;
+            (a.atan2(b), [Of(b / r2), Of(-(a / r2))])
+        }
         Prim::Lt
         | Prim::Le
         | Prim::Gt

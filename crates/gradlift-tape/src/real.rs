@@ -135,6 +135,10 @@ pub trait Real:
     fn atan(self) -> Self {
         self.apply(Prim::Atan, self)
     }
+    /// The angle of the point (`other`, `self`): `atan2(y, x)` with `self` as y.
+    fn atan2(self, other: Self) -> Self {
+        self.apply(Prim::Atan2, other)
+    }
     /// `self` to the power `exponent`, as C's `pow`. The derivative in the
     /// exponent is 0 at base 0 (as in JAX) rather than `0 · log 0 = NaN`.
     fn pow(self, exponent: Self) -> Self {
