@@ -77,6 +77,8 @@ primitives! {
     Sqrt,
     /// `tanh(a)`
     Tanh,
+    /// `erf(a)`: the error function
+    Erf,
     /// `abs(a)`
     Abs,
     /// `sign(a)`: -1, 0 or 1
@@ -362,6 +364,13 @@ extern "C" fn c_atan(x: f64) -> f64 {
 }
 extern "C" fn c_atan2(y: f64, x: f64) -> f64 {
     y.atan2(x)
+}
+extern "C" {
+    fn erf(x: f64) -> f64;
+}
+extern "C" fn c_erf(x: f64) -> f64 {
+    // SAFETY: the C library's `erf`, a pure function of a real.
+    unsafe { erf(x) }
 }
 extern "C" fn c_pow(x: f64, y: f64) -> f64 {
     x.powf(y)
@@ -694,6 +703,26 @@ impl Prim {
             },
             // Non-smooth primitives differentiate as the branch taken, a
             // tie following the first argument (Appendix A.4).
+            // erf'(x) = 2/√π · e^(-x²).
+            Prim::Erf => PrimInfo {
+                name: "erf",
+                arity: 1,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| c_erf(x[0]),
+                    partials: |a, _| {
+                        let square = mul(a[0].clone(), a[0].clone());
+                        vec![mul(
+                            real_const(std::f64::consts::FRAC_2_SQRT_PI),
+                            prim(Prim::Exp, vec![neg(square)]),
+                        )]
+                    },
+                    domain: ANY,
+                },
+                cost: COST_UNARY,
+                cheap: false,
+                lowering: call(Shim::Unary(c_erf), "gradlift_erf", "erf"),
+            },
             Prim::Abs => PrimInfo {
                 name: "abs",
                 arity: 1,

@@ -135,6 +135,10 @@ pub(crate) fn rule<R: Scalar>(p: Prim, a: R, b: R) -> (R, [Partial<R>; 2]) {
             let r2 = b * b + a * a;
             (a.atan2(b), [Of(b / r2), Of(-(a / r2))])
         }
+        Prim::Erf => one(
+            a.erf(),
+            Of((-(a * a)).exp() * std::f64::consts::FRAC_2_SQRT_PI),
+        ),
         Prim::Lt
         | Prim::Le
         | Prim::Gt

@@ -139,6 +139,10 @@ pub trait Real:
     fn atan2(self, other: Self) -> Self {
         self.apply(Prim::Atan2, other)
     }
+    /// The error function.
+    fn erf(self) -> Self {
+        self.apply(Prim::Erf, self)
+    }
     /// `self` to the power `exponent`, as C's `pow`. The derivative in the
     /// exponent is 0 at base 0 (as in JAX) rather than `0 · log 0 = NaN`.
     fn pow(self, exponent: Self) -> Self {
