@@ -6,7 +6,10 @@
 //! The one construct that breaks the bound is constant indexing of an
 //! array: `A[k]` costs one move, its cotangent is an array of `len(A)`
 //! elements (docs/cost-model.md gives the numbers). The tests require the
-//! bound everywhere else and name the exceptions.
+//! bound everywhere else and name the exceptions. Programs that apply a
+//! primitive the theorem is not proven for (the `paper` column of the
+//! primitive table: `erf`, `atan2`, … whose derivatives are compositions)
+//! are measured and reported, not required.
 
 use gradlift_ad::cost::{cost, gradient_cost, nao};
 use gradlift_ad::pipeline::{gradient, Options};
@@ -27,6 +30,13 @@ fn totals(m: &CheckedModule, index: usize, sizes: &HashMap<Name, f64>) -> (f64, 
         sum(grad.eval(sizes)),
         4.0 * 3f64.powi(p as i32),
     )
+}
+
+/// Whether `e` applies only primitives Theorem 5.4 is proven for (the
+/// `paper` column of the primitive table).
+fn paper_only(e: &gradlift_lang::Expr) -> bool {
+    !matches!(&e.kind, gradlift_lang::ExprKind::Prim(p, _) if !p.info().paper)
+        && e.children().into_iter().all(paper_only)
 }
 
 /// Whether `e` indexes an array with a constant.
@@ -77,7 +87,8 @@ fn the_bound_holds_on_every_example() {
 fn the_bound_holds_on_generated_programs() {
     let (mut checked, mut exceptions) = (0, 0);
     let mut worst: f64 = 0.0;
-    for seed in 0..500 {
+    let mut beyond: f64 = 0.0;
+    for seed in 0..900 {
         let case = generate(seed, &Config::default());
         let m = check_module(case.module.clone()).unwrap();
         let index = m.module.defs.len() - 1;
@@ -97,6 +108,12 @@ fn the_bound_holds_on_generated_programs() {
             })
             .collect();
         let (primal, grad, bound) = totals(&m, index, &sizes);
+        if !case.module.defs.iter().all(|d| paper_only(&d.body)) {
+            // Primitives the theorem is not proven for: measured, not
+            // required.
+            beyond = beyond.max(grad / primal / bound);
+            continue;
+        }
         if grad <= bound * primal {
             worst = worst.max(grad / primal / bound);
         } else {
@@ -111,7 +128,8 @@ fn the_bound_holds_on_generated_programs() {
     }
     eprintln!(
         "{checked} programs; {exceptions} exceed the bound (constant indexing); \
-         elsewhere the largest Cost(∇e) / (bound · Cost(e)) was {worst:.3}"
+         elsewhere the largest Cost(∇e) / (bound · Cost(e)) was {worst:.3}; \
+         with primitives beyond the paper's, {beyond:.3}"
     );
     assert!(checked >= 200 && exceptions * 20 <= checked);
 }

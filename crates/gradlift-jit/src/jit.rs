@@ -289,7 +289,15 @@ impl Jit {
                 c_name,
             } = p.info().lowering
             {
-                let name = if c_names { c_name } else { symbol };
+                let name = match (c_names, c_name) {
+                    (false, _) => symbol,
+                    (true, Some(c_name)) => c_name,
+                    (true, None) => {
+                        return Err(JitError::Unsupported(format!(
+                            "`{p}` in an object file (the C library has no such function)"
+                        )))
+                    }
+                };
                 let mut sig = module.make_signature();
                 for _ in 0..shim.arity() {
                     sig.params.push(AbiParam::new(types::F64));

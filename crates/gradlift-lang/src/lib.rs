@@ -13,6 +13,7 @@ pub mod args;
 pub mod build;
 pub mod deep;
 pub mod exp;
+pub mod gamma;
 pub mod interp;
 pub mod lexer;
 pub mod parser;

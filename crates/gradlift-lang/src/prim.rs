@@ -79,6 +79,12 @@ primitives! {
     Tanh,
     /// `erf(a)`: the error function
     Erf,
+    /// `lgamma(a)`: log |Γ(a)|
+    Lgamma,
+    /// `digamma(a)`: ψ(a), the derivative of `lgamma`
+    Digamma,
+    /// `polygamma(n, a)`: ψ⁽ⁿ⁾(a), n a whole number
+    Polygamma,
     /// `abs(a)`
     Abs,
     /// `sign(a)`: -1, 0 or 1
@@ -142,6 +148,9 @@ pub enum Domain {
     /// Reals of moderate size, where the result neither overflows nor
     /// nears a pole (`exp`, `tan`): the generator takes a sine.
     Bounded,
+    /// A whole number from 0 to 3, the order of a derivative (`polygamma`):
+    /// the generator writes a constant.
+    Order,
 }
 
 /// The meaning of a primitive.
@@ -242,8 +251,9 @@ pub enum Lowering {
         shim: Shim,
         /// Its name in the JIT's symbol table.
         symbol: &'static str,
-        /// The C library's function computing the same.
-        c_name: &'static str,
+        /// The C library's function computing the same (`None`: the C
+        /// library has none, and object files cannot hold the primitive).
+        c_name: Option<&'static str>,
     },
     /// A comparison of two reals, ordered as IEEE 754 says (every
     /// comparison with NaN false but `!=`).
@@ -295,6 +305,13 @@ pub struct PrimInfo {
     pub cheap: bool,
     /// How native code computes it.
     pub lowering: Lowering,
+    /// Whether the cheap-gradient bound of Theorem 5.4 is proven for it:
+    /// an operation of the paper's cost model (arithmetic, and elementary
+    /// functions whose derivatives are elementary functions). The
+    /// primitives added since (`erf`, whose derivative is 2/√π·e^(−x²),
+    /// `atan2`, …) are outside the proof; `gradlift cost` says so where
+    /// the bound fails.
+    pub paper: bool,
 }
 
 impl PrimInfo {
@@ -419,7 +436,16 @@ const fn call(shim: Shim, symbol: &'static str, c_name: &'static str) -> Lowerin
     Lowering::Call {
         shim,
         symbol,
-        c_name,
+        c_name: Some(c_name),
+    }
+}
+
+/// A call of gradlift's own `shim`, which the C library does not have.
+const fn call_own(shim: Shim, symbol: &'static str) -> Lowering {
+    Lowering::Call {
+        shim,
+        symbol,
+        c_name: None,
     }
 }
 
@@ -433,6 +459,7 @@ const fn compare(name: &'static str, eval: fn(f64, f64) -> bool, c: Comparison) 
         cost: COST_ADD,
         cheap: true,
         lowering: Lowering::Compare(c),
+        paper: true,
     }
 }
 
@@ -446,6 +473,7 @@ const fn logic(name: &'static str, c: Connective, fixity: Fixity, cost: [u8; 4])
         cost,
         cheap: true,
         lowering: Lowering::Logic(c),
+        paper: true,
     }
 }
 
@@ -485,6 +513,7 @@ impl Prim {
                 cost: COST_ADD,
                 cheap: true,
                 lowering: Lowering::Instruction(Fadd),
+                paper: true,
             },
             Prim::Sub => PrimInfo {
                 name: "-",
@@ -498,6 +527,7 @@ impl Prim {
                 cost: COST_ADD,
                 cheap: true,
                 lowering: Lowering::Instruction(Fsub),
+                paper: true,
             },
             Prim::Mul => PrimInfo {
                 name: "*",
@@ -511,6 +541,7 @@ impl Prim {
                 cost: COST_MUL,
                 cheap: true,
                 lowering: Lowering::Instruction(Fmul),
+                paper: true,
             },
             Prim::Div => PrimInfo {
                 name: "/",
@@ -529,6 +560,7 @@ impl Prim {
                 cost: COST_MUL,
                 cheap: true,
                 lowering: Lowering::Instruction(Fdiv),
+                paper: true,
             },
             Prim::Neg => PrimInfo {
                 name: "-",
@@ -542,6 +574,7 @@ impl Prim {
                 cost: COST_UNARY,
                 cheap: true,
                 lowering: Lowering::Instruction(Fneg),
+                paper: true,
             },
             Prim::Sin => PrimInfo {
                 name: "sin",
@@ -555,6 +588,7 @@ impl Prim {
                 cost: COST_UNARY,
                 cheap: false,
                 lowering: call(Shim::Unary(c_sin), "gradlift_sin", "sin"),
+                paper: true,
             },
             Prim::Cos => PrimInfo {
                 name: "cos",
@@ -568,6 +602,7 @@ impl Prim {
                 cost: COST_UNARY,
                 cheap: false,
                 lowering: call(Shim::Unary(c_cos), "gradlift_cos", "cos"),
+                paper: true,
             },
             Prim::Tan => PrimInfo {
                 name: "tan",
@@ -581,6 +616,7 @@ impl Prim {
                 cost: COST_UNARY,
                 cheap: false,
                 lowering: call(Shim::Unary(c_tan), "gradlift_tan", "tan"),
+                paper: true,
             },
             Prim::Atan => PrimInfo {
                 name: "atan",
@@ -599,6 +635,7 @@ impl Prim {
                 cost: COST_UNARY,
                 cheap: false,
                 lowering: call(Shim::Unary(c_atan), "gradlift_atan", "atan"),
+                paper: false,
             },
             // ∂y = x / (x² + y²), ∂x = -y / (x² + y²).
             Prim::Atan2 => PrimInfo {
@@ -617,6 +654,7 @@ impl Prim {
                 cost: COST_BINARY_NL,
                 cheap: false,
                 lowering: call(Shim::Binary(c_atan2), "gradlift_atan2", "atan2"),
+                paper: false,
             },
             Prim::Exp => PrimInfo {
                 name: "exp",
@@ -630,6 +668,7 @@ impl Prim {
                 cost: COST_UNARY,
                 cheap: false,
                 lowering: Lowering::Inline(Sequence::Exp),
+                paper: true,
             },
             Prim::Expm1 => PrimInfo {
                 name: "expm1",
@@ -643,6 +682,7 @@ impl Prim {
                 cost: COST_UNARY,
                 cheap: false,
                 lowering: call(Shim::Unary(c_expm1), "gradlift_expm1", "expm1"),
+                paper: false,
             },
             Prim::Log => PrimInfo {
                 name: "log",
@@ -656,6 +696,7 @@ impl Prim {
                 cost: COST_UNARY,
                 cheap: false,
                 lowering: call(Shim::Unary(c_log), "gradlift_log", "log"),
+                paper: true,
             },
             Prim::Log1p => PrimInfo {
                 name: "log1p",
@@ -669,6 +710,7 @@ impl Prim {
                 cost: COST_UNARY,
                 cheap: false,
                 lowering: call(Shim::Unary(c_log1p), "gradlift_log1p", "log1p"),
+                paper: false,
             },
             Prim::Sqrt => PrimInfo {
                 name: "sqrt",
@@ -682,6 +724,7 @@ impl Prim {
                 cost: COST_UNARY,
                 cheap: true,
                 lowering: Lowering::Instruction(Sqrt),
+                paper: true,
             },
             Prim::Tanh => PrimInfo {
                 name: "tanh",
@@ -700,6 +743,7 @@ impl Prim {
                 cost: COST_UNARY,
                 cheap: false,
                 lowering: Lowering::Inline(Sequence::Tanh),
+                paper: true,
             },
             // Non-smooth primitives differentiate as the branch taken, a
             // tie following the first argument (Appendix A.4).
@@ -722,6 +766,62 @@ impl Prim {
                 cost: COST_UNARY,
                 cheap: false,
                 lowering: call(Shim::Unary(c_erf), "gradlift_erf", "erf"),
+                paper: false,
+            },
+            Prim::Lgamma => PrimInfo {
+                name: "lgamma",
+                arity: 1,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| crate::gamma::lgamma(x[0]),
+                    partials: |a, _| vec![prim(Prim::Digamma, vec![a[0].clone()])],
+                    domain: &[Domain::Positive],
+                },
+                cost: COST_UNARY,
+                cheap: false,
+                lowering: call(
+                    Shim::Unary(crate::gamma::lgamma),
+                    "gradlift_lgamma",
+                    "lgamma",
+                ),
+                paper: false,
+            },
+            Prim::Digamma => PrimInfo {
+                name: "digamma",
+                arity: 1,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| crate::gamma::digamma(x[0]),
+                    partials: |a, _| {
+                        vec![prim(Prim::Polygamma, vec![real_const(1.0), a[0].clone()])]
+                    },
+                    domain: &[Domain::Positive],
+                },
+                cost: COST_UNARY,
+                cheap: false,
+                lowering: call_own(Shim::Unary(crate::gamma::digamma), "gradlift_digamma"),
+                paper: false,
+            },
+            // The order is a whole number, not differentiated.
+            Prim::Polygamma => PrimInfo {
+                name: "polygamma",
+                arity: 2,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| crate::gamma::polygamma(x[0], x[1]),
+                    partials: |a, _| {
+                        let next = add(a[0].clone(), real_const(1.0));
+                        vec![
+                            Expr::structural_zero(),
+                            prim(Prim::Polygamma, vec![next, a[1].clone()]),
+                        ]
+                    },
+                    domain: &[Domain::Order, Domain::Positive],
+                },
+                cost: COST_BINARY_NL,
+                cheap: false,
+                lowering: call_own(Shim::Binary(crate::gamma::polygamma), "gradlift_polygamma"),
+                paper: false,
             },
             Prim::Abs => PrimInfo {
                 name: "abs",
@@ -735,6 +835,7 @@ impl Prim {
                 cost: COST_UNARY,
                 cheap: true,
                 lowering: Lowering::Instruction(Fabs),
+                paper: true,
             },
             Prim::Sign => PrimInfo {
                 name: "sign",
@@ -748,6 +849,7 @@ impl Prim {
                 cost: COST_UNARY,
                 cheap: true,
                 lowering: Lowering::Inline(Sequence::Sign),
+                paper: true,
             },
             // ∂₂pow(0, b) is 0, as in JAX, rather than 0 · log 0 = NaN.
             Prim::Pow => PrimInfo {
@@ -773,6 +875,7 @@ impl Prim {
                 cost: COST_BINARY_NL,
                 cheap: false,
                 lowering: call(Shim::Binary(c_pow), "gradlift_pow", "pow"),
+                paper: true,
             },
             Prim::Min => PrimInfo {
                 name: "min",
@@ -789,6 +892,7 @@ impl Prim {
                 cost: COST_ADD,
                 cheap: true,
                 lowering: Lowering::Inline(Sequence::Min),
+                paper: true,
             },
             Prim::Max => PrimInfo {
                 name: "max",
@@ -805,6 +909,7 @@ impl Prim {
                 cost: COST_ADD,
                 cheap: true,
                 lowering: Lowering::Inline(Sequence::Max),
+                paper: true,
             },
             Prim::Lt => compare("<", |a, b| a < b, Comparison::Lt),
             Prim::Le => compare("<=", |a, b| a <= b, Comparison::Le),

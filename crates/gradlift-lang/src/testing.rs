@@ -600,6 +600,7 @@ impl Gen {
                     Domain::Any => x,
                     Domain::Positive => self.positive(x, 0.5),
                     Domain::Bounded => prim(Prim::Sin, vec![x]),
+                    Domain::Order => c(self.rng.below(4) as f64),
                 }
             })
             .collect();

@@ -139,6 +139,9 @@ pub(crate) fn rule<R: Scalar>(p: Prim, a: R, b: R) -> (R, [Partial<R>; 2]) {
             a.erf(),
             Of((-(a * a)).exp() * std::f64::consts::FRAC_2_SQRT_PI),
         ),
+        Prim::Lgamma => one(a.lgamma(), Of(a.digamma())),
+        Prim::Digamma => one(a.digamma(), Of(R::from_f64(1.0).polygamma(a))),
+        Prim::Polygamma => (a.polygamma(b), [Zero, Of((a + 1.0).polygamma(b))]),
         Prim::Lt
         | Prim::Le
         | Prim::Gt
@@ -167,6 +170,7 @@ mod tests {
             Domain::Any => x,
             Domain::Positive => x.abs() + 0.2,
             Domain::Bounded => x.sin(),
+            Domain::Order => (k % 3) as f64,
         }
     }
 
@@ -192,6 +196,11 @@ mod tests {
                     "{p:?} at {xs:?}"
                 );
                 for (i, partial) in partials.iter().take(xs.len()).enumerate() {
+                    if domain[i] == Domain::Order {
+                        // Not differentiated: an order is a whole number.
+                        assert!(matches!(partial, Partial::Zero), "{p:?}");
+                        continue;
+                    }
                     let at = |dx: f64| {
                         let mut ys = xs.clone();
                         ys[i] += dx;

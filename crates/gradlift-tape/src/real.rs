@@ -143,6 +143,19 @@ pub trait Real:
     fn erf(self) -> Self {
         self.apply(Prim::Erf, self)
     }
+    /// log |Γ(self)|.
+    fn lgamma(self) -> Self {
+        self.apply(Prim::Lgamma, self)
+    }
+    /// ψ(self), the derivative of `lgamma`.
+    fn digamma(self) -> Self {
+        self.apply(Prim::Digamma, self)
+    }
+    /// ψ⁽ⁿ⁾(x) with `self` the order n (a whole number, not differentiated)
+    /// and `x` the argument.
+    fn polygamma(self, x: Self) -> Self {
+        self.apply(Prim::Polygamma, x)
+    }
     /// `self` to the power `exponent`, as C's `pow`. The derivative in the
     /// exponent is 0 at base 0 (as in JAX) rather than `0 · log 0 = NaN`.
     fn pow(self, exponent: Self) -> Self {
