@@ -718,15 +718,19 @@ impl Parser {
     }
 
     /// Whether the tokens from the current position are lambda binders and
-    /// a `.`: `v.`, `a, b.`, `(a, b), c.`.
+    /// a `.` outside any parentheses they open: `v.`, `a, b.`,
+    /// `(a, b), c.` — but not `(x. e)`, a lambda in parentheses.
     fn lambda_binders_ahead(&self) -> bool {
         let mut q = self.pos;
         let mut seen_name = false;
+        let mut depth = 0usize;
         loop {
             match &self.toks[q].tok {
                 Tok::Ident(s) if !is_keyword(s) => seen_name = true,
-                Tok::Punct("(" | ")" | "," | "_") => {}
-                Tok::Punct(".") => return seen_name,
+                Tok::Punct("(") => depth += 1,
+                Tok::Punct(")") if depth > 0 => depth -= 1,
+                Tok::Punct("," | "_") => {}
+                Tok::Punct(".") => return seen_name && depth == 0,
                 _ => return false,
             }
             q += 1;

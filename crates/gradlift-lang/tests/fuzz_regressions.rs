@@ -53,3 +53,15 @@ fn size_with_a_negative_leading_term() {
         ));
     }
 }
+
+/// A call of a lambda without parameter types written with `fun` prints as
+/// `f((x. e))`, which the message for a lambda given to a misspelt array
+/// operation (`mpa (v. e) A`) took for one: a lambda in parentheses is an
+/// argument like any other (found by the `front_end` fuzz target, its run 3).
+#[test]
+fn a_parenthesized_lambda_as_an_argument() {
+    round_trips("def f(x: R, s: size) -> R =\n  fo(fun(ioctsize) -> s) * x\n");
+    let e =
+        parse_module("def f(A: [R; n]) -> R = reduce (+) 0 (mpa ((a, b). a * b) A)").unwrap_err();
+    assert!(e.to_string().contains("did you mean `map`"), "{e}");
+}
