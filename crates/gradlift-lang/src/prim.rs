@@ -89,6 +89,8 @@ primitives! {
     Abs,
     /// `sign(a)`: -1, 0 or 1
     Sign,
+    /// `floor(a)`: the largest whole number not above a
+    Floor,
     /// `pow(a, b)`
     Pow,
     /// `min(a, b)`
@@ -211,6 +213,7 @@ pub enum Instruction {
     Fneg,
     Sqrt,
     Fabs,
+    Floor,
 }
 
 /// A sequence of instructions emitted inline, which computes exactly what
@@ -852,6 +855,21 @@ impl Prim {
                 paper: true,
             },
             // ∂₂pow(0, b) is 0, as in JAX, rather than 0 · log 0 = NaN.
+            // Piecewise constant: derivative 0.
+            Prim::Floor => PrimInfo {
+                name: "floor",
+                arity: 1,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| x[0].floor(),
+                    partials: |_, _| vec![Expr::structural_zero()],
+                    domain: ANY,
+                },
+                cost: COST_UNARY,
+                cheap: true,
+                lowering: Lowering::Instruction(Floor),
+                paper: false,
+            },
             Prim::Pow => PrimInfo {
                 name: "pow",
                 arity: 2,

@@ -142,6 +142,7 @@ pub(crate) fn rule<R: Scalar>(p: Prim, a: R, b: R) -> (R, [Partial<R>; 2]) {
         Prim::Lgamma => one(a.lgamma(), Of(a.digamma())),
         Prim::Digamma => one(a.digamma(), Of(R::from_f64(1.0).polygamma(a))),
         Prim::Polygamma => (a.polygamma(b), [Zero, Of((a + 1.0).polygamma(b))]),
+        Prim::Floor => one(a.floor(), Zero),
         Prim::Lt
         | Prim::Le
         | Prim::Gt

@@ -156,6 +156,10 @@ pub trait Real:
     fn polygamma(self, x: Self) -> Self {
         self.apply(Prim::Polygamma, x)
     }
+    /// The largest whole number not above `self`; its derivative is 0.
+    fn floor(self) -> Self {
+        self.apply(Prim::Floor, self)
+    }
     /// `self` to the power `exponent`, as C's `pow`. The derivative in the
     /// exponent is 0 at base 0 (as in JAX) rather than `0 · log 0 = NaN`.
     fn pow(self, exponent: Self) -> Self {
