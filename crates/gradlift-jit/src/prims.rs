@@ -250,6 +250,7 @@ pub(crate) fn lower_prim(
             Instruction::Sqrt => b.ins().sqrt(args[0]),
             Instruction::Fabs => b.ins().fabs(args[0]),
             Instruction::Floor => b.ins().floor(args[0]),
+            Instruction::Ceil => b.ins().ceil(args[0]),
         },
         Lowering::Inline(seq) => {
             let table = || table.expect("the caller declares the table of `exp`");

@@ -91,6 +91,8 @@ primitives! {
     Sign,
     /// `floor(a)`: the largest whole number not above a
     Floor,
+    /// `ceil(a)`: the smallest whole number not below a
+    Ceil,
     /// `pow(a, b)`
     Pow,
     /// `min(a, b)`
@@ -214,6 +216,7 @@ pub enum Instruction {
     Sqrt,
     Fabs,
     Floor,
+    Ceil,
 }
 
 /// A sequence of instructions emitted inline, which computes exactly what
@@ -868,6 +871,20 @@ impl Prim {
                 cost: COST_UNARY,
                 cheap: true,
                 lowering: Lowering::Instruction(Floor),
+                paper: false,
+            },
+            Prim::Ceil => PrimInfo {
+                name: "ceil",
+                arity: 1,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| x[0].ceil(),
+                    partials: |_, _| vec![Expr::structural_zero()],
+                    domain: ANY,
+                },
+                cost: COST_UNARY,
+                cheap: true,
+                lowering: Lowering::Instruction(Ceil),
                 paper: false,
             },
             Prim::Pow => PrimInfo {

@@ -143,6 +143,7 @@ pub(crate) fn rule<R: Scalar>(p: Prim, a: R, b: R) -> (R, [Partial<R>; 2]) {
         Prim::Digamma => one(a.digamma(), Of(R::from_f64(1.0).polygamma(a))),
         Prim::Polygamma => (a.polygamma(b), [Zero, Of((a + 1.0).polygamma(b))]),
         Prim::Floor => one(a.floor(), Zero),
+        Prim::Ceil => one(a.ceil(), Zero),
         Prim::Lt
         | Prim::Le
         | Prim::Gt

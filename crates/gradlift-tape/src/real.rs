@@ -160,6 +160,10 @@ pub trait Real:
     fn floor(self) -> Self {
         self.apply(Prim::Floor, self)
     }
+    /// The smallest whole number not below `self`; its derivative is 0.
+    fn ceil(self) -> Self {
+        self.apply(Prim::Ceil, self)
+    }
     /// `self` to the power `exponent`, as C's `pow`. The derivative in the
     /// exponent is 0 at base 0 (as in JAX) rather than `0 · log 0 = NaN`.
     fn pow(self, exponent: Self) -> Self {
