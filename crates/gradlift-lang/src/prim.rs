@@ -93,6 +93,8 @@ primitives! {
     Floor,
     /// `ceil(a)`: the smallest whole number not below a
     Ceil,
+    /// `round(a)`: the nearest whole number, halves away from zero
+    Round,
     /// `pow(a, b)`
     Pow,
     /// `min(a, b)`
@@ -394,6 +396,9 @@ extern "C" {
 extern "C" fn c_erf(x: f64) -> f64 {
     // SAFETY: the C library's `erf`, a pure function of a real.
     unsafe { erf(x) }
+}
+extern "C" fn c_round(x: f64) -> f64 {
+    x.round()
 }
 extern "C" fn c_pow(x: f64, y: f64) -> f64 {
     x.powf(y)
@@ -887,6 +892,22 @@ impl Prim {
                 lowering: Lowering::Instruction(Ceil),
                 paper: false,
             },
+            // Halves away from zero, as C's `round` (Cranelift's `nearest`
+            // rounds them to even): a call.
+            Prim::Round => PrimInfo {
+                name: "round",
+                arity: 1,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| c_round(x[0]),
+                    partials: |_, _| vec![Expr::structural_zero()],
+                    domain: ANY,
+                },
+                cost: COST_UNARY,
+                cheap: false,
+                lowering: call(Shim::Unary(c_round), "gradlift_round", "round"),
+                paper: false,
+            },
             Prim::Pow => PrimInfo {
                 name: "pow",
                 arity: 2,
@@ -1084,6 +1105,23 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn rounding_as_the_c_library() {
+        let r = |x: f64| Prim::Round.eval_real(&[x]);
+        assert_eq!(
+            (r(2.5), r(-2.5), r(0.5), r(1.4999999999999998)),
+            (3.0, -3.0, 1.0, 1.0)
+        );
+        assert_eq!(r(-0.4).to_bits(), (-0.0f64).to_bits());
+        assert_eq!(
+            (
+                Prim::Floor.eval_real(&[-1.5]),
+                Prim::Ceil.eval_real(&[-1.5])
+            ),
+            (-2.0, -1.0)
+        );
     }
 
     #[test]

@@ -144,6 +144,7 @@ pub(crate) fn rule<R: Scalar>(p: Prim, a: R, b: R) -> (R, [Partial<R>; 2]) {
         Prim::Polygamma => (a.polygamma(b), [Zero, Of((a + 1.0).polygamma(b))]),
         Prim::Floor => one(a.floor(), Zero),
         Prim::Ceil => one(a.ceil(), Zero),
+        Prim::Round => one(a.round(), Zero),
         Prim::Lt
         | Prim::Le
         | Prim::Gt

@@ -164,6 +164,10 @@ pub trait Real:
     fn ceil(self) -> Self {
         self.apply(Prim::Ceil, self)
     }
+    /// The nearest whole number, halves away from zero; its derivative is 0.
+    fn round(self) -> Self {
+        self.apply(Prim::Round, self)
+    }
     /// `self` to the power `exponent`, as C's `pow`. The derivative in the
     /// exponent is 0 at base 0 (as in JAX) rather than `0 · log 0 = NaN`.
     fn pow(self, exponent: Self) -> Self {
