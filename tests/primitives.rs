@@ -72,6 +72,10 @@ const REFERENCE: &[(&str, &[f64], f64)] = &[
     ("polygamma", &[2.0, 3.7], -0.09539530872855403),
     ("polygamma", &[3.0, 1.5], 1.4090910340024372),
     ("polygamma", &[1.0, 40.0], 0.02531510384129103),
+    ("sigmoid", &[0.5], 0.6224593312018546),
+    ("sigmoid", &[-3.0], 0.04742587317756678),
+    ("sigmoid", &[20.0], 0.9999999979388464),
+    ("sigmoid", &[-40.0], 4.248354255291589e-18),
     ("pow", &[2.0, 0.5], 1.4142135623730951),
     ("pow", &[1.7, -2.3], 0.29509882538342097),
     ("pow", &[0.3, 3.1], 0.023937340065260753),
@@ -258,7 +262,7 @@ fn object_files_refuse_what_the_c_library_does_not_have() {
         let f = program.last_function().unwrap();
         jit.object(&[&f.optimized().unwrap()])
     };
-    assert!(object("def f(x: R) -> R = erf(x) + lgamma(x) + atan2(x, 2)").is_ok());
+    assert!(object("def f(x: R) -> R = erf(x) + lgamma(x) + atan2(x, 2) + sigmoid(x)").is_ok());
     let e = object("def f(x: R) -> R = digamma(x)").unwrap_err();
     assert!(e.to_string().contains("`digamma` in an object file"), "{e}");
 }

@@ -267,6 +267,19 @@ pub(crate) fn lower_prim(
                     let take_second = b.ins().fcmp(FloatCC::GreaterThan, c, a);
                     b.ins().select(take_second, c, a)
                 }
+                Sequence::Sigmoid => {
+                    let x = args[0];
+                    let a = b.ins().fabs(x);
+                    let minus = b.ins().fneg(a);
+                    let e = lower_exp(b, table(), minus);
+                    let one = b.ins().f64const(1.0);
+                    let t = b.ins().fadd(one, e);
+                    let above = b.ins().fdiv(one, t);
+                    let below = b.ins().fdiv(e, t);
+                    let zero = b.ins().f64const(0.0);
+                    let positive = b.ins().fcmp(FloatCC::GreaterThanOrEqual, x, zero);
+                    b.ins().select(positive, above, below)
+                }
                 Sequence::Sign => {
                     // if a > 0 then 1 else if a < 0 then -1 else a * 0
                     let a = args[0];

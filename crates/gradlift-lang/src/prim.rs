@@ -77,6 +77,8 @@ primitives! {
     Sqrt,
     /// `tanh(a)`
     Tanh,
+    /// `sigmoid(a)`: 1 / (1 + exp(-a)), computed stably
+    Sigmoid,
     /// `erf(a)`: the error function
     Erf,
     /// `lgamma(a)`: log |Γ(a)|
@@ -235,12 +237,14 @@ pub enum Sequence {
     Max,
     /// `if a > 0 then 1 else if a < 0 then -1 else a * 0`.
     Sign,
+    /// `e = exp(-|a|)`, then `1 / (1 + e)` for `a >= 0`, else `e / (1 + e)`.
+    Sigmoid,
 }
 
 impl Sequence {
     /// Whether it reads the table of `exp` ([`crate::exp::DATA`]).
     pub fn reads_exp_table(self) -> bool {
-        matches!(self, Sequence::Exp | Sequence::Tanh)
+        matches!(self, Sequence::Exp | Sequence::Tanh | Sequence::Sigmoid)
     }
 }
 
@@ -430,6 +434,18 @@ fn sign(a: f64) -> f64 {
     } else {
         // 0 keeps its sign, NaN stays NaN.
         a * 0.0
+    }
+}
+
+/// 1/(1 + e^(−x)) without overflow: with e = e^(−|x|), 1/(1 + e) for x ≥ 0
+/// and e/(1 + e) below (the operations [`Sequence::Sigmoid`] emits).
+fn sigmoid(x: f64) -> f64 {
+    let e = crate::exp::exp(-x.abs());
+    let t = 1.0 + e;
+    if x >= 0.0 {
+        1.0 / t
+    } else {
+        e / t
     }
 }
 
@@ -832,6 +848,25 @@ impl Prim {
                 cost: COST_BINARY_NL,
                 cheap: false,
                 lowering: call_own(Shim::Binary(crate::gamma::polygamma), "gradlift_polygamma"),
+                paper: false,
+            },
+            Prim::Sigmoid => PrimInfo {
+                name: "sigmoid",
+                arity: 1,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| sigmoid(x[0]),
+                    partials: |_, r| {
+                        vec![mul(
+                            r.clone(),
+                            prim(Prim::Sub, vec![real_const(1.0), r.clone()]),
+                        )]
+                    },
+                    domain: ANY,
+                },
+                cost: COST_UNARY,
+                cheap: false,
+                lowering: Lowering::Inline(Sequence::Sigmoid),
                 paper: false,
             },
             Prim::Abs => PrimInfo {

@@ -145,6 +145,10 @@ pub(crate) fn rule<R: Scalar>(p: Prim, a: R, b: R) -> (R, [Partial<R>; 2]) {
         Prim::Floor => one(a.floor(), Zero),
         Prim::Ceil => one(a.ceil(), Zero),
         Prim::Round => one(a.round(), Zero),
+        Prim::Sigmoid => {
+            let result = a.sigmoid();
+            one(result, Of(result * (R::from_f64(1.0) - result)))
+        }
         Prim::Lt
         | Prim::Le
         | Prim::Gt

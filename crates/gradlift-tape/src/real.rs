@@ -168,6 +168,10 @@ pub trait Real:
     fn round(self) -> Self {
         self.apply(Prim::Round, self)
     }
+    /// `1 / (1 + exp(-self))`, computed without overflow.
+    fn sigmoid(self) -> Self {
+        self.apply(Prim::Sigmoid, self)
+    }
     /// `self` to the power `exponent`, as C's `pow`. The derivative in the
     /// exponent is 0 at base 0 (as in JAX) rather than `0 · log 0 = NaN`.
     fn pow(self, exponent: Self) -> Self {
