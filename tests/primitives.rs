@@ -76,6 +76,11 @@ const REFERENCE: &[(&str, &[f64], f64)] = &[
     ("sigmoid", &[-3.0], 0.04742587317756678),
     ("sigmoid", &[20.0], 0.9999999979388464),
     ("sigmoid", &[-40.0], 4.248354255291589e-18),
+    ("softplus", &[0.5], 0.9740769841801067),
+    ("softplus", &[-3.0], 0.04858735157374206),
+    ("softplus", &[20.0], 20.000000002061153),
+    ("softplus", &[-40.0], 4.248354255291589e-18),
+    ("softplus", &[1e-08], 0.6931471855599454),
     ("pow", &[2.0, 0.5], 1.4142135623730951),
     ("pow", &[1.7, -2.3], 0.29509882538342097),
     ("pow", &[0.3, 3.1], 0.023937340065260753),
@@ -262,7 +267,7 @@ fn object_files_refuse_what_the_c_library_does_not_have() {
         let f = program.last_function().unwrap();
         jit.object(&[&f.optimized().unwrap()])
     };
-    assert!(object("def f(x: R) -> R = erf(x) + lgamma(x) + atan2(x, 2) + sigmoid(x)").is_ok());
+    assert!(object("def f(x: R) -> R = erf(x) + lgamma(x) + atan2(x, 2) + sigmoid(x) + softplus(x)").is_ok());
     let e = object("def f(x: R) -> R = digamma(x)").unwrap_err();
     assert!(e.to_string().contains("`digamma` in an object file"), "{e}");
 }

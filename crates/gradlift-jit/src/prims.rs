@@ -26,13 +26,17 @@ use gradlift_lang::syntax::{Expr, ExprKind};
 use gradlift_lang::Prim;
 use std::collections::BTreeSet;
 
-/// The primitives `e` applies, each once.
+/// The primitives `e` applies, each once, with those their inline
+/// sequences call.
 pub(crate) fn prims_used(e: &Expr) -> BTreeSet<Prim> {
     let mut used = BTreeSet::new();
     let mut stack = vec![e];
     while let Some(e) = stack.pop() {
         if let ExprKind::Prim(p, _) = &e.kind {
             used.insert(*p);
+            if let Lowering::Inline(seq) = p.info().lowering {
+                used.extend(seq.calls());
+            }
         }
         stack.extend(e.children());
     }
@@ -279,6 +283,19 @@ pub(crate) fn lower_prim(
                     let zero = b.ins().f64const(0.0);
                     let positive = b.ins().fcmp(FloatCC::GreaterThanOrEqual, x, zero);
                     b.ins().select(positive, above, below)
+                }
+                Sequence::Softplus => {
+                    let x = args[0];
+                    let a = b.ins().fabs(x);
+                    let minus = b.ins().fneg(a);
+                    let e = lower_exp(b, table(), minus);
+                    let inst = b.ins().call(calls(Prim::Log1p), &[e]);
+                    let tail = b.inst_results(inst)[0];
+                    // max(x, 0) = if 0 > x then 0 else x
+                    let zero = b.ins().f64const(0.0);
+                    let take_zero = b.ins().fcmp(FloatCC::GreaterThan, zero, x);
+                    let head = b.ins().select(take_zero, zero, x);
+                    b.ins().fadd(head, tail)
                 }
                 Sequence::Sign => {
                     // if a > 0 then 1 else if a < 0 then -1 else a * 0

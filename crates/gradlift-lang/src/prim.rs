@@ -79,6 +79,8 @@ primitives! {
     Tanh,
     /// `sigmoid(a)`: 1 / (1 + exp(-a)), computed stably
     Sigmoid,
+    /// `softplus(a)`: log(1 + exp(a)), computed stably
+    Softplus,
     /// `erf(a)`: the error function
     Erf,
     /// `lgamma(a)`: log |Γ(a)|
@@ -239,12 +241,26 @@ pub enum Sequence {
     Sign,
     /// `e = exp(-|a|)`, then `1 / (1 + e)` for `a >= 0`, else `e / (1 + e)`.
     Sigmoid,
+    /// `max(a, 0) + log1p(exp(-|a|))`, calling `log1p`.
+    Softplus,
 }
 
 impl Sequence {
     /// Whether it reads the table of `exp` ([`crate::exp::DATA`]).
     pub fn reads_exp_table(self) -> bool {
-        matches!(self, Sequence::Exp | Sequence::Tanh | Sequence::Sigmoid)
+        matches!(
+            self,
+            Sequence::Exp | Sequence::Tanh | Sequence::Sigmoid | Sequence::Softplus
+        )
+    }
+
+    /// The primitives it calls (imported where it is used).
+    pub fn calls(self) -> &'static [Prim] {
+        match self {
+            Sequence::Softplus => &[Prim::Log1p],
+            Sequence::Exp | Sequence::Tanh | Sequence::Min | Sequence::Max => &[],
+            Sequence::Sign | Sequence::Sigmoid => &[],
+        }
     }
 }
 
@@ -447,6 +463,12 @@ fn sigmoid(x: f64) -> f64 {
     } else {
         e / t
     }
+}
+
+/// log(1 + e^x) without overflow: max(x, 0) + log1p(e^(−|x|)) (the
+/// operations [`Sequence::Softplus`] emits).
+fn softplus(x: f64) -> f64 {
+    max(x, 0.0) + c_log1p(crate::exp::exp(-x.abs()))
 }
 
 // Shapes of rows.
@@ -867,6 +889,20 @@ impl Prim {
                 cost: COST_UNARY,
                 cheap: false,
                 lowering: Lowering::Inline(Sequence::Sigmoid),
+                paper: false,
+            },
+            Prim::Softplus => PrimInfo {
+                name: "softplus",
+                arity: 1,
+                fixity: Call,
+                semantics: Real {
+                    eval: |x| softplus(x[0]),
+                    partials: |a, _| vec![prim(Prim::Sigmoid, vec![a[0].clone()])],
+                    domain: ANY,
+                },
+                cost: COST_UNARY,
+                cheap: false,
+                lowering: Lowering::Inline(Sequence::Softplus),
                 paper: false,
             },
             Prim::Abs => PrimInfo {

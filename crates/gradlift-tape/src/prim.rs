@@ -149,6 +149,7 @@ pub(crate) fn rule<R: Scalar>(p: Prim, a: R, b: R) -> (R, [Partial<R>; 2]) {
             let result = a.sigmoid();
             one(result, Of(result * (R::from_f64(1.0) - result)))
         }
+        Prim::Softplus => one(a.softplus(), Of(a.sigmoid())),
         Prim::Lt
         | Prim::Le
         | Prim::Gt

@@ -172,6 +172,10 @@ pub trait Real:
     fn sigmoid(self) -> Self {
         self.apply(Prim::Sigmoid, self)
     }
+    /// `log(1 + exp(self))`, computed without overflow.
+    fn softplus(self) -> Self {
+        self.apply(Prim::Softplus, self)
+    }
     /// `self` to the power `exponent`, as C's `pow`. The derivative in the
     /// exponent is 0 at base 0 (as in JAX) rather than `0 · log 0 = NaN`.
     fn pow(self, exponent: Self) -> Self {
