@@ -267,7 +267,10 @@ fn object_files_refuse_what_the_c_library_does_not_have() {
         let f = program.last_function().unwrap();
         jit.object(&[&f.optimized().unwrap()])
     };
-    assert!(object("def f(x: R) -> R = erf(x) + lgamma(x) + atan2(x, 2) + sigmoid(x) + softplus(x)").is_ok());
+    assert!(object(
+        "def f(x: R) -> R = erf(x) + lgamma(x) + atan2(x, 2) + sigmoid(x) + softplus(x)"
+    )
+    .is_ok());
     let e = object("def f(x: R) -> R = digamma(x)").unwrap_err();
     assert!(e.to_string().contains("`digamma` in an object file"), "{e}");
 }

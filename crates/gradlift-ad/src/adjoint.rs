@@ -10,7 +10,7 @@
 use gradlift_lang::build::*;
 use gradlift_lang::syntax::*;
 
-use crate::names::NameSupply;
+use gradlift_lang::names::NameSupply;
 
 /// The structural zero of type `ty`.
 pub fn zeros(ty: &Type) -> Expr {

@@ -36,11 +36,11 @@
 
 use crate::adjoint::{is_atom, Adj};
 use crate::inline::Closed;
-use crate::names::NameSupply;
 use crate::rules::fold::{known_monoid, Monoid};
 use gradlift_lang::build::*;
 use gradlift_lang::deep::guard;
 use gradlift_lang::interp::free_vars;
+use gradlift_lang::names::NameSupply;
 use gradlift_lang::scope::Scope;
 use gradlift_lang::syntax::*;
 use gradlift_lang::types::Typer;

@@ -34,9 +34,9 @@
 
 use crate::direct::AdError;
 use crate::inline::Closed;
-use crate::names::NameSupply;
 use gradlift_lang::build::*;
 use gradlift_lang::deep::guard;
+use gradlift_lang::names::NameSupply;
 use gradlift_lang::prim::{Prim, PrimKind};
 use gradlift_lang::syntax::*;
 use std::collections::HashSet;

@@ -31,43 +31,15 @@
 //! in the size of the output and safe on deep terms.
 
 use crate::direct::AdError;
-use crate::names::NameSupply;
 use gradlift_lang::build;
+pub use gradlift_lang::closed::Closed;
 use gradlift_lang::deep::guard;
+use gradlift_lang::names::NameSupply;
 use gradlift_lang::scope::Scope;
 use gradlift_lang::syntax::*;
 use gradlift_lang::{CheckedModule, Span};
 use std::collections::HashMap;
 use std::sync::Arc;
-
-/// One definition as a closed term.
-#[derive(Clone, Debug)]
-pub struct Closed {
-    /// The definition's name.
-    pub name: Name,
-    /// Its parameters: name and type, `None` for a size parameter.
-    pub params: Vec<(Name, Option<Type>)>,
-    /// Its size variables (size parameters included).
-    pub size_vars: Vec<Name>,
-    /// Its result type.
-    pub ret: Type,
-    /// The body.
-    pub body: Expr,
-}
-
-impl Closed {
-    /// The value parameters with their types (size variables are not in
-    /// it: they are not differentiated).
-    pub fn context(&self) -> Vec<(Name, Type)> {
-        let mut ctx: Vec<(Name, Type)> = Vec::new();
-        for (n, t) in &self.params {
-            if let Some(t) = t {
-                ctx.push((n.clone(), t.clone()));
-            }
-        }
-        ctx
-    }
-}
 
 /// Inlines definition `index` of `module`.
 pub fn inline(module: &CheckedModule, index: usize) -> Closed {

@@ -8,7 +8,7 @@ pub mod cost;
 pub mod direct;
 pub mod forward;
 pub mod inline;
-pub mod names;
+pub use gradlift_lang::names;
 pub mod pipeline;
 pub mod reverse_unf;
 mod rules;

@@ -271,7 +271,7 @@ pub fn gradient_hvp_program_wrt(
     let grad_ty = value_grad[1].clone();
     // A name no parameter has (the binders inside the body are out of
     // its scope).
-    let mut supply = crate::names::NameSupply::new();
+    let mut supply = gradlift_lang::names::NameSupply::new();
     for (p, _) in &h.params {
         supply.reserve(p);
     }

@@ -7,7 +7,7 @@
 //! ```
 //!
 //! `args` holds first the value of every size variable (in the order of
-//! [`gradlift_ad::inline::Closed::size_vars`]), then, for every value
+//! [`gradlift_lang::closed::Closed::size_vars`]), then, for every value
 //! parameter in order, a pointer to its data: its reals flattened row-major
 //! (tuples component by component). The result is written flattened to
 //! `out`. The return value is a [`Status`]; for some statuses `*info` holds

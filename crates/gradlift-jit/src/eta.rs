@@ -3,10 +3,10 @@
 //! (so printed programs read like the paper); the lowering reads the
 //! function argument of every array operation as a lambda.
 
-use gradlift_ad::inline::Closed;
-use gradlift_ad::names::NameSupply;
 use gradlift_lang::build::{lambda, prim, pvar, var};
+use gradlift_lang::closed::Closed;
 use gradlift_lang::deep::guard;
+use gradlift_lang::names::NameSupply;
 use gradlift_lang::syntax::*;
 
 /// `closed` with every primitive function argument written as a lambda.

@@ -19,7 +19,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, DataDescription, Linkage, Module};
 use cranelift_object::{ObjectBuilder, ObjectModule};
-use gradlift_ad::inline::Closed;
+use gradlift_lang::closed::Closed;
 use gradlift_lang::types::Signature;
 use gradlift_lang::value::bind_sizes;
 use gradlift_lang::Value;

@@ -1,6 +1,6 @@
 //! Native code for gradlift programs with Cranelift.
 //!
-//! A first-order closed term ([`gradlift_ad::inline::Closed`]) is lowered
+//! A first-order closed term ([`gradlift_lang::closed::Closed`]) is lowered
 //! to Cranelift IR (`lower.rs`, `arrays.rs`, the primitive table in
 //! `prims.rs`), compiled for the host by the JIT module, and called through
 //! a safe API that checks shapes ([`Compiled::call`]) or through the raw

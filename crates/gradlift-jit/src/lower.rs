@@ -28,7 +28,7 @@ use cranelift_codegen::ir::{
     ValueDef,
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
-use gradlift_ad::inline::Closed;
+use gradlift_lang::closed::Closed;
 use gradlift_lang::deep::guard;
 use gradlift_lang::syntax::{ArrayOp, Builtin, Expr, ExprKind, Name, Pattern, Size, Type};
 use gradlift_lang::types::Typer;

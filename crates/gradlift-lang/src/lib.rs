@@ -11,11 +11,13 @@
 
 pub mod args;
 pub mod build;
+pub mod closed;
 pub mod deep;
 pub mod exp;
 pub mod gamma;
 pub mod interp;
 pub mod lexer;
+pub mod names;
 pub mod parser;
 pub mod prim;
 pub mod printer;

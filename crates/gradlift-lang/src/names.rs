@@ -2,7 +2,7 @@
 //! name handed out or reserved before, so passes that rename every binder
 //! never capture a variable.
 
-use gradlift_lang::Name;
+use crate::syntax::Name;
 use std::collections::{HashMap, HashSet};
 
 /// Hands out names unused so far.
