@@ -10,13 +10,14 @@
 
 pub use gradlift_ad as ad;
 pub use gradlift_ad::direct::{Construction, Route};
-pub use gradlift_ad::pipeline::Options as GradOptions;
+pub use gradlift_ad::pipeline::{Goal, Options as GradOptions};
 pub use gradlift_jit as jit;
 pub use gradlift_jit::Jit;
 pub use gradlift_lang as lang;
 pub use gradlift_lang::{Args, Name, SourceFile, Span, Type, Value};
 
 use gradlift_lang::{CheckedModule, Signature};
+use std::fmt;
 use std::sync::Arc;
 
 mod error;
@@ -304,6 +305,45 @@ impl<'p> Function<'p> {
         gradlift_ad::pipeline::target_unf(&self.closed()).map_err(|e| self.locate(e))
     }
 
+    /// Runs the pipeline for `goal` up to the stage `name` (a pass of
+    /// [`gradlift_ad::pipeline::PASSES`], or a member of the simplifier's
+    /// group): what `gradlift emit --stage` prints, with the passes' times.
+    pub fn stage(
+        &self,
+        name: &str,
+        goal: Goal,
+        options: GradOptions,
+    ) -> Result<StageOutput, Error> {
+        if !gradlift_ad::pipeline::stage_names().any(|s| s == name) {
+            let known: Vec<&str> = gradlift_ad::pipeline::stage_names().collect();
+            return Err(Error::new(
+                ErrorKind::Arguments,
+                format!("no stage `{name}` (the stages: {})", known.join(", ")),
+            ));
+        }
+        let c = gradlift_ad::pipeline::compile(
+            &self.program.checked,
+            self.index,
+            goal,
+            None,
+            options,
+            Some(name),
+        )
+        .map_err(|e| self.locate(e))?;
+        let stage = if let Some(u) = c.target_unf {
+            Stage::TargetUnf(u)
+        } else if let Some(u) = c.unf {
+            Stage::Unf(u)
+        } else {
+            Stage::Program(c.program.expect("the passes make a program"))
+        };
+        Ok(StageOutput {
+            stage,
+            times: c.times,
+            simplifier: c.simplifier,
+        })
+    }
+
     /// The definition inlined into one closed term.
     pub fn closed(&self) -> gradlift_ad::inline::Closed {
         gradlift_ad::inline::inline(&self.program.checked, self.index)
@@ -320,7 +360,7 @@ impl<'p> Function<'p> {
     pub fn optimized(&self) -> Result<gradlift_ad::inline::Closed, Error> {
         use gradlift_ad::direct::AdError;
         use gradlift_ad::simplify::SimplifyError;
-        gradlift_ad::pipeline::optimized(self.closed()).map_err(|e| match e {
+        gradlift_ad::pipeline::primal(&self.program.checked, self.index).map_err(|e| match e {
             AdError::Simplify(SimplifyError::HigherOrder { message, span }) => {
                 let e = Error::from(AdError::Unsupported {
                     what: String::new(),
@@ -340,6 +380,39 @@ impl<'p> Function<'p> {
         gradlift_lang::interp::call(&self.program.checked, self.index, args)
             .map_err(|e| self.locate(e))
     }
+}
+
+/// The output of a stage of the pipeline ([`Function::stage`]).
+#[derive(Clone, Debug)]
+pub enum Stage {
+    /// A program: the function, its gradient, its forward-mode program, …
+    Program(gradlift_ad::inline::Closed),
+    /// Source UNF.
+    Unf(gradlift_ad::unf::Unf),
+    /// Target UNF.
+    TargetUnf(gradlift_ad::reverse_unf::TargetUnf),
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Stage::Program(p) => write!(f, "{}", p.definition()),
+            Stage::Unf(u) => write!(f, "{u}"),
+            Stage::TargetUnf(u) => write!(f, "{u}"),
+        }
+    }
+}
+
+/// A stage and what the passes that made it reported.
+#[derive(Clone, Debug)]
+pub struct StageOutput {
+    /// The stage.
+    pub stage: Stage,
+    /// Each pass run, with its time (the members of the simplifier's group
+    /// indented under it).
+    pub times: Vec<gradlift_ad::pipeline::PassTime>,
+    /// Why each run of the simplifier stopped, and after how many rounds.
+    pub simplifier: Vec<(gradlift_ad::simplify::Stop, usize)>,
 }
 
 /// The gradient program of a [`Function`]: a Target term returning the
@@ -548,6 +621,16 @@ impl GradientProgram<'_> {
             ret: Type::Tuple(vec![Type::Real, grad_ty]),
             body: g.term.clone(),
         }
+    }
+
+    /// The passes that made it, with their times.
+    pub fn times(&self) -> &[gradlift_ad::pipeline::PassTime] {
+        &self.gradient.times
+    }
+
+    /// Why each run of the simplifier stopped, and after how many rounds.
+    pub fn simplifier(&self) -> &[(gradlift_ad::simplify::Stop, usize)] {
+        &self.gradient.simplifier
     }
 
     /// The Target term.

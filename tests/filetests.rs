@@ -12,9 +12,9 @@
 //! `GRADLIFT_BLESS=1 cargo test --test filetests` rewrites every
 //! `# expected:` block with the actual output instead of comparing.
 
-use gradlift::lang::syntax::{ArrayOp, Builtin, DefParam};
-use gradlift::lang::{Def, Expr, ExprKind, Prim};
-use gradlift::{Construction, Function, GradOptions, Name, Program, Route, Type};
+use gradlift::lang::syntax::{ArrayOp, Builtin};
+use gradlift::lang::{Expr, ExprKind, Prim};
+use gradlift::{Construction, Function, Goal, GradOptions, Program, Route, Stage};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -24,91 +24,36 @@ const BLESS: &str = "GRADLIFT_BLESS";
 /// The line that opens the expected output.
 const EXPECTED: &str = "# expected:";
 
-/// Runs pipeline stage `stage` on `function`: its printed output and, for
-/// stages whose output is a term, that term (what `structure` lines count).
-///
-/// Adding a stage is one arm here. `_program` is not needed by the current
-/// stages; it is passed for stages that need the whole module.
+/// Runs pipeline stage `stage` on `function` (any stage of
+/// `gradlift_ad::pipeline`, of the gradient but for `source`): its printed
+/// output and, for stages whose output is a term, that term (what
+/// `structure` lines count).
 fn run_stage(
     stage: &str,
     _program: &Program,
     function: &Function,
     options: GradOptions,
 ) -> Result<(String, Option<Expr>), String> {
-    let closed = function.closed();
-    match stage {
-        "source" => {
-            let def = definition(
-                &closed,
-                closed.name.clone(),
-                closed.ret.clone(),
-                &closed.body,
-            );
-            Ok((def.to_string(), Some(closed.body.clone())))
-        }
-        "unf" => Ok((
-            gradlift::ad::pipeline::source_unf(&closed)
-                .unwrap()
-                .to_string(),
-            None,
-        )),
-        "target-unf" => Ok((
-            gradlift::ad::pipeline::target_unf(&closed)
-                .unwrap()
-                .to_string(),
-            None,
-        )),
-        "target" | "opt" => {
-            let options = GradOptions {
-                optimize: stage == "opt",
-                ..options
-            };
-            let gradient = function
-                .gradient(None, options)
-                .map_err(|e| format!("differentiation failed: {e}"))?;
-            let term = gradient.term();
-            let def = definition(
-                &closed,
-                Name::from(format!("{}_grad", closed.name)),
-                gradient_type(&closed),
-                term,
-            );
-            Ok((def.to_string(), Some(term.clone())))
-        }
-        other => Err(format!(
-            "unknown stage `{other}` (known: source, unf, target-unf, target, opt)"
-        )),
-    }
-}
-
-/// A definition over the function's parameters, as `gradlift emit` prints it.
-fn definition(closed: &gradlift::ad::inline::Closed, name: Name, ret: Type, body: &Expr) -> Def {
-    Def {
-        name,
-        name_span: Default::default(),
-        params: closed
-            .params
-            .iter()
-            .map(|(n, t)| DefParam {
-                name: n.clone(),
-                span: Default::default(),
-                ty: t.clone(),
-            })
-            .collect(),
-        ret: Some(ret),
-        body: body.clone(),
-    }
-}
-
-/// `(R, gradient)`, the gradient a tuple unless there is one parameter.
-fn gradient_type(closed: &gradlift::ad::inline::Closed) -> Type {
-    let mut grads: Vec<Type> = closed.context().into_iter().map(|(_, t)| t).collect();
-    let grad = if grads.len() == 1 {
-        grads.remove(0)
+    let goal = if stage == "source" {
+        Goal::Primal
     } else {
-        Type::Tuple(grads)
+        Goal::Gradient
     };
-    Type::Tuple(vec![Type::Real, grad])
+    let out = function
+        .stage(
+            stage,
+            goal,
+            GradOptions {
+                optimize: true,
+                ..options
+            },
+        )
+        .map_err(|e| format!("stage `{stage}` failed: {e}"))?;
+    let term = match &out.stage {
+        Stage::Program(p) => Some(p.body.clone()),
+        Stage::Unf(_) | Stage::TargetUnf(_) => None,
+    };
+    Ok((out.stage.to_string(), term))
 }
 
 /// One parsed filetest.

@@ -322,3 +322,28 @@ fn logistic_growth_example() {
         }
     }
 }
+
+/// The verifier the pipeline runs after every pass finds what breaks an
+/// invariant: a type other than the program's, a binder shadowing a name in
+/// scope.
+#[test]
+fn the_verifier_finds_broken_terms() {
+    use gradlift_ad::pipeline::verify_term;
+    use gradlift_lang::{parse_expr, Name, Type};
+    let ctx = [(Name::from("x"), Type::Real)];
+    let ok = parse_expr("let y = x * 2 in map (a. a + y) [y, x]").unwrap();
+    let ty = Type::array(Type::Real, gradlift_lang::Size::lit(2));
+    assert!(verify_term(&ctx, &[], &ok, &ty, true).is_ok());
+    assert!(verify_term(&ctx, &[], &ok, &Type::Real, true)
+        .unwrap_err()
+        .contains("expected `R`"));
+    let shadow = parse_expr("let y = x in let x = y in x").unwrap();
+    let e = verify_term(&ctx, &[], &shadow, &Type::Real, true).unwrap_err();
+    assert!(
+        e.contains("`x` is bound where it is already in scope"),
+        "{e}"
+    );
+    // The same name in disjoint scopes is not shadowing.
+    let disjoint = parse_expr("(map (a. a) [x])[0] + (map (a. a * 2) [x])[0]").unwrap();
+    assert!(verify_term(&ctx, &[], &disjoint, &Type::Real, true).is_ok());
+}

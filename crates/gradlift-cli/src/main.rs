@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use gradlift::lang::Spanned;
-use gradlift::{Args, Construction, Function, GradOptions, Name, Program, Route};
+use gradlift::{Args, Construction, Function, Goal, GradOptions, Name, Program, Route};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -257,6 +257,9 @@ struct GradArgs {
     wrt: Option<Vec<String>>,
     #[command(flatten)]
     checkpoint: Checkpointing,
+    /// Print each pass's time on stderr, and why the simplifier stopped.
+    #[arg(long)]
+    time_passes: bool,
 }
 
 /// The checkpoint option of the commands that differentiate.
@@ -345,11 +348,26 @@ struct Target {
 
 #[derive(clap::Args, Debug)]
 struct EmitArgs {
-    #[command(flatten)]
-    target: Target,
-    /// The stage to print.
-    #[arg(long, value_enum, required_unless_present = "object")]
-    stage: Option<Stage>,
+    /// The program (a .grad file).
+    #[arg(required_unless_present = "list_stages")]
+    file: Option<PathBuf>,
+    /// The function (default: the last definition in the file).
+    #[arg(long = "fn", value_name = "NAME")]
+    function: Option<String>,
+    /// The stage to print: a pass of the pipeline (see --list-stages:
+    /// source, first-order, checkpoint, unf, target-unf, target, opt,
+    /// forward, forward-opt, the simplifier's pe, cse, dce, prune, demand,
+    /// reuse, merge, split, …) or a stage of the native backend (clif, asm).
+    /// The term after that pass; after a member of the simplifier, after
+    /// its first round.
+    #[arg(long, value_name = "NAME", required_unless_present_any = ["object", "list_stages"])]
+    stage: Option<String>,
+    /// Print every stage, in pipeline order, with what it implements.
+    #[arg(long)]
+    list_stages: bool,
+    /// Print each pass's time on stderr, and why the simplifier stopped.
+    #[arg(long)]
+    time_passes: bool,
     /// For --stage clif and asm, and --object: the target triple
     /// (`aarch64-unknown-linux-gnu`, `x86_64-unknown-linux-gnu`, …), with
     /// its baseline features. Default: the host, with the features of this
@@ -418,27 +436,6 @@ enum Via {
     Unf,
     /// The direct transform of Figure 5.
     Direct,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum Stage {
-    /// The function inlined into one closed term.
-    Source,
-    /// Source UNF (Figure 9).
-    Unf,
-    /// Target UNF (Figure 8).
-    TargetUnf,
-    /// The gradient program (Figure 10, or Figure 5 with --via direct).
-    Target,
-    /// The gradient program after partial evaluation and the rewrites of
-    /// Figure 12: first order, what the backends run.
-    Opt,
-    /// Cranelift IR of the function (or of its gradient with --grad), as
-    /// the JIT compiles it, with the source terms as comments.
-    Clif,
-    /// The machine code of the function (or of its gradient with --grad),
-    /// disassembled by Cranelift.
-    Asm,
 }
 
 fn main() -> ExitCode {
@@ -594,6 +591,9 @@ fn grad(a: GradArgs) -> Result<(), String> {
             with_checkpoint(a.via, false, true, a.checkpoint.checkpoint.0),
         )
         .map_err(explain)?;
+    if a.time_passes {
+        print_times(program.times(), program.simplifier());
+    }
     let interp = || program.eval(&values);
     let (value, grads) = match a.run.engine {
         Engine::Interp => interp(),
@@ -638,8 +638,16 @@ fn grad(a: GradArgs) -> Result<(), String> {
 }
 
 fn emit(a: EmitArgs) -> Result<(), String> {
-    let program = load(&a.target.file)?;
-    let function = function(&program, &a.target)?;
+    if a.list_stages {
+        list_stages();
+        return Ok(());
+    }
+    let target = Target {
+        file: a.file.clone().expect("clap requires the file"),
+        function: a.function.clone(),
+    };
+    let program = load(&target.file)?;
+    let function = function(&program, &target)?;
     let closed = function.closed();
     let target_jit = || match &a.triple {
         Some(t) => gradlift::Jit::for_target(t).map_err(|e| format!("error: {e}")),
@@ -687,95 +695,96 @@ fn emit(a: EmitArgs) -> Result<(), String> {
         }
         return Ok(());
     }
-    let Some(stage) = a.stage else {
+    let Some(stage) = a.stage.as_deref() else {
         return Err("error: give --stage or --object".into());
     };
-    // A definition over the function's parameters, which gradlift parses back.
-    let def = |name: String, ret: gradlift::Type, body: gradlift::lang::Expr| {
-        definition(name, &closed.params, ret, body)
+    if let "clif" | "asm" = stage {
+        let program = if a.hvp {
+            hvp()?
+        } else if a.grad {
+            gradient()?.closed()
+        } else {
+            function.optimized().map_err(explain)?
+        };
+        let jit = target_jit()?;
+        let text = match stage {
+            "clif" => jit.clif(&program),
+            _ => jit.asm(&program),
+        };
+        print!("{}", text.map_err(|e| format!("error: {e}"))?);
+        return Ok(());
+    }
+    // The goal: what --grad or --hvp asks for; else the gradient for the
+    // stages only a gradient has, forward mode for its own, the function
+    // itself otherwise.
+    let goal = if a.hvp {
+        Goal::Hvp
+    } else if a.grad {
+        Goal::Gradient
+    } else {
+        match stage {
+            "first-order" | "checkpoint" | "unf" | "target-unf" | "target" => Goal::Gradient,
+            "forward" | "forward-opt" => Goal::Jvp,
+            _ => Goal::Primal,
+        }
     };
-    match stage {
-        Stage::Source => print!(
-            "{}",
-            def(
-                closed.name.to_string(),
-                closed.ret.clone(),
-                closed.body.clone()
-            )
-        ),
-        Stage::Unf => print!("{}", function.source_unf().map_err(explain)?),
-        Stage::TargetUnf => print!("{}", function.target_unf().map_err(explain)?),
-        Stage::Clif | Stage::Asm => {
-            let program = if a.hvp {
-                hvp()?
-            } else if a.grad {
-                gradient()?.closed()
-            } else {
-                function.optimized().map_err(explain)?
-            };
-            let jit = target_jit()?;
-            let text = match stage {
-                Stage::Clif => jit.clif(&program),
-                _ => jit.asm(&program),
-            };
-            print!("{}", text.map_err(|e| format!("error: {e}"))?);
-        }
-        Stage::Opt if a.hvp => {
-            // Over the parameters and their directions.
-            let h = hvp()?;
-            let d = definition(h.name.to_string(), &h.params, h.ret.clone(), h.body);
-            print!("{d}");
-        }
-        Stage::Opt if !a.grad => {
-            // What `Function::compile` lowers.
-            let own = function.optimized().map_err(explain)?;
-            print!("{}", def(own.name.to_string(), own.ret.clone(), own.body));
-        }
-        Stage::Target | Stage::Opt => {
-            let optimize = matches!(stage, Stage::Opt);
-            let g = function
-                .gradient(None, options(a.via, a.literal, optimize))
-                .map_err(explain)?;
-            let grads: Vec<gradlift::Type> = closed.context().into_iter().map(|(_, t)| t).collect();
-            let grad_ty = if grads.len() == 1 {
-                grads[0].clone()
-            } else {
-                gradlift::Type::Tuple(grads)
-            };
-            let ty = gradlift::Type::Tuple(vec![gradlift::Type::Real, grad_ty]);
-            print!(
-                "{}",
-                def(format!("{}_grad", closed.name), ty, g.term().clone())
-            );
-        }
+    // With --hvp, `opt` is the simplified Hessian-vector product program.
+    let stage = if a.hvp && stage == "opt" {
+        "forward-opt"
+    } else {
+        stage
+    };
+    let out = function
+        .stage(stage, goal, options(a.via, a.literal, true))
+        .map_err(explain)?;
+    print!("{}", out.stage);
+    if a.time_passes {
+        print_times(&out.times, &out.simplifier);
     }
     Ok(())
 }
 
-/// `def name(params) -> ret = body`, printed as gradlift parses it back.
-fn definition(
-    name: String,
-    params: &[(Name, Option<gradlift::Type>)],
-    ret: gradlift::Type,
-    body: gradlift::lang::Expr,
-) -> gradlift::lang::Def {
-    gradlift::lang::Def {
-        name: Name::from(name),
-        name_span: Default::default(),
-        params: params
-            .iter()
-            .map(|(n, t)| gradlift::lang::syntax::DefParam {
-                name: n.clone(),
-                span: Default::default(),
-                ty: t.clone(),
-            })
-            .collect(),
-        ret: Some(ret),
-        body,
+/// The passes' times on stderr (`--time-passes`), and why the simplifier
+/// stopped.
+fn print_times(
+    times: &[gradlift::ad::pipeline::PassTime],
+    simplifier: &[(gradlift::ad::simplify::Stop, usize)],
+) {
+    eprintln!("{:<16} {:>10} {:>5}", "pass", "time (ms)", "runs");
+    for t in times {
+        eprintln!(
+            "{:<16} {:>10.3} {:>5}",
+            t.name,
+            t.time.as_secs_f64() * 1e3,
+            t.runs
+        );
+    }
+    for (stop, rounds) in simplifier {
+        eprintln!(
+            "the simplifier stopped after {rounds} round{}: {stop}",
+            if *rounds == 1 { "" } else { "s" }
+        );
     }
 }
 
-/// Reads `n=1000,k=5`.
+/// `--list-stages`: every stage, in pipeline order.
+fn list_stages() {
+    for p in gradlift::ad::pipeline::PASSES {
+        let view = if p.view { " (a view)" } else { "" };
+        println!("{:<12} {}{view} [{}]", p.name, p.description, p.implements);
+        if p.name == "opt" {
+            for m in gradlift::ad::simplify::PASSES {
+                println!("  {:<10} {} [{}]", m.name, m.description, m.implements);
+            }
+        }
+    }
+    println!("{:<12} the Cranelift IR the JIT compiles, with the source terms as comments [not in the paper]", "clif");
+    println!(
+        "{:<12} the machine code, disassembled by Cranelift [not in the paper]",
+        "asm"
+    );
+}
+
 /// The primitives `e` applies that Theorem 5.4 is not proven for (the
 /// `paper` column of the primitive table), each once, as `name`.
 fn beyond_the_paper(e: &gradlift::lang::Expr) -> Vec<String> {
@@ -792,6 +801,7 @@ fn beyond_the_paper(e: &gradlift::lang::Expr) -> Vec<String> {
     found.into_iter().collect()
 }
 
+/// Reads `n=1000,k=5`.
 fn read_sizes(text: &str) -> Result<std::collections::HashMap<Name, f64>, String> {
     let mut sizes = std::collections::HashMap::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {

@@ -577,6 +577,50 @@ fn cost_json_has_exactly_the_documented_fields() {
 }
 
 #[test]
+fn every_stage_of_the_pass_list_prints() {
+    let list = gradlift(&["emit", "--list-stages"]);
+    assert!(list.status.success(), "{}", stderr(&list));
+    let names: Vec<String> = stdout(&list)
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
+    for want in [
+        "source",
+        "target",
+        "opt",
+        "pe",
+        "split",
+        "forward-opt",
+        "clif",
+        "asm",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want}: {names:?}");
+    }
+    for name in &names {
+        let out = gradlift(&["emit", DOT, "--stage", name, "--grad"]);
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
+        assert!(!stdout(&out).is_empty(), "{name}");
+    }
+    // A member of the simplifier stops its first round there.
+    let pe = gradlift(&["emit", DOT, "--stage", "pe", "--grad", "--time-passes"]);
+    let err = stderr(&pe);
+    assert!(err.contains("target") && err.contains("  pe"), "{err}");
+    assert!(
+        err.contains("stopped after 1 round: the stage asked for"),
+        "{err}"
+    );
+    assert!(!err.contains("  cse"), "{err}");
+    let out = gradlift(&["emit", DOT, "--stage", "nope"]);
+    assert!(stderr(&out).contains("no stage `nope`"), "{}", stderr(&out));
+    let grad = gradlift(&["grad", DOT, "--at", "A=[1,2], B=[3,4]", "--time-passes"]);
+    assert!(
+        stderr(&grad).contains("opt") && stderr(&grad).contains("the simplifier stopped"),
+        "{}",
+        stderr(&grad)
+    );
+}
+
+#[test]
 fn bench_differentiates_with_respect_to_wrt() {
     let out = gradlift(&[
         "bench",

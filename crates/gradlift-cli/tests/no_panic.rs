@@ -289,9 +289,18 @@ fn run_all(name: &str, program: &Program) -> Found {
         vec!["emit", file, "--stage", "target", "--literal"],
         vec!["emit", file, "--stage", "target", "--via", "direct"],
     ];
-    for stage in ["source", "unf", "target-unf", "target", "opt", "clif"] {
+    for stage in gradlift::ad::pipeline::stage_names().chain(["clif"]) {
         runs.push(vec!["emit", file, "--stage", stage]);
     }
+    runs.push(vec![
+        "emit",
+        file,
+        "--stage",
+        "pe",
+        "--grad",
+        "--time-passes",
+    ]);
+    runs.push(vec!["grad", file, "--at", &at, "--time-passes"]);
     let fit_data = sizes_data.clone();
     if !dir.is_empty() {
         let mut fit = vec!["fit", file, "--params", &dir, "--iters", "1"];

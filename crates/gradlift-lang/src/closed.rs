@@ -5,7 +5,7 @@
 //! gradient program, a forward-mode program); the interpreter and the JIT
 //! run them. Its only free variables are its parameters and size variables.
 
-use crate::syntax::{Expr, Name, Type};
+use crate::syntax::{Def, DefParam, Expr, Name, Type};
 
 /// One definition as a closed term.
 #[derive(Clone, Debug)]
@@ -33,5 +33,25 @@ impl Closed {
             }
         }
         ctx
+    }
+
+    /// `def name(params) -> ret = body`, which prints as text the parser
+    /// reads back.
+    pub fn definition(&self) -> Def {
+        Def {
+            name: self.name.clone(),
+            name_span: Default::default(),
+            params: self
+                .params
+                .iter()
+                .map(|(n, t)| DefParam {
+                    name: n.clone(),
+                    span: Default::default(),
+                    ty: t.clone(),
+                })
+                .collect(),
+            ret: Some(self.ret.clone()),
+            body: self.body.clone(),
+        }
     }
 }

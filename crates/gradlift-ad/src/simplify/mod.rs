@@ -8,24 +8,23 @@
 //! change for structural zeros or under [`Options::algebraic`]) that passes
 //! [`is_first_order`], computed in time near-linear in the size of the term.
 //!
-//! The passes, in order ([`PASSES`]):
-//!
-//! 1. `pe/` — partial evaluation by normalization by evaluation:
-//!    β-reduction, inlining of continuations, forward substitution, tuple
-//!    splitting, let normalisation, conditionals, and the algebraic and
-//!    array rules applied to each node as it is built;
-//! 2. `cse.rs` — common subexpressions bound once (if [`Options::cse`] and
-//!    value numbering finds a computation that occurs twice);
-//! 3. `dce.rs` — dead `let`s dropped, values used once inlined.
-//!
-//! The three run again when DCE inlined an array computation into its use,
-//! which can expose a fusion or an array rule, until a round changes
-//! nothing (at most [`MAX_ROUNDS`] rounds in all). Between them, `prune.rs`
-//! (dead components, sums moved into branches), `reuse.rs` (folds reading
-//! stored maps), `merge.rs` (sibling maps merged into a stored one) and
-//! `split.rs` (derived components, map splitting) rewrite
-//! tuple-valued bindings and the arrays of tuples of partial derivatives.
-//! Afterwards [`is_first_order`] checks Lemma 5.3.
+//! The passes are a list of values ([`PASSES`]), run in order, each when
+//! its condition holds, as one round; rounds repeat while a pass exposes
+//! work for another (an array computation inlined into its use can expose a
+//! fusion or an array rule), until a round changes nothing (up to the names
+//! of binders) or [`MAX_ROUNDS`]; [`Report::stop`] says which (egg's runner
+//! is the model). A round is `pe` (partial evaluation by normalization by
+//! evaluation: β-reduction, inlining of continuations, forward
+//! substitution, tuple splitting, let normalisation, conditionals, and the
+//! algebraic and array rules applied to each node as it is built), `cse`,
+//! `dce`, then the passes that rewrite tuple-valued bindings and the arrays
+//! of tuples of partial derivatives: `prune` (dead components, sums moved
+//! into branches; DCE again when it changed something), `demand` (reals no
+//! result reads; DCE again), `reuse` (folds reading stored maps), and, but
+//! in the last round, `merge` (sibling maps merged into a stored one) and
+//! `split` (derived components, map splitting). Afterwards
+//! [`is_first_order`] checks Lemma 5.3. The pipeline verifies the term
+//! after every pass in debug builds ([`Check`]).
 //!
 //! Every rule is a row of the table in `rules.rs` ([`Rule`]); how often each
 //! fired is returned by [`simplify_with_stats`]. The matchers of the
@@ -124,33 +123,208 @@ impl Spanned for SimplifyError {
     }
 }
 
-/// A pass of the simplifier.
-#[derive(Clone, Copy, Debug)]
+/// A pass of the simplifier: one member of the fixpoint group the
+/// pipeline's `opt` stage runs (`PASSES`, in order, every round).
 pub struct Pass {
-    /// Its name.
+    /// Its name (a stage of `gradlift emit`: the term after this pass in
+    /// the first round).
     pub name: &'static str,
     /// What it does.
     pub description: &'static str,
+    /// What of the paper it implements, or "not in the paper".
+    pub implements: &'static str,
+    run: fn(Expr, &mut Round<'_>) -> Result<Expr, SimplifyError>,
+    when: fn(&Round<'_>) -> bool,
 }
 
-/// The passes, in the order they run.
+/// The state of one round, which the passes share.
+struct Round<'a> {
+    opts: &'a Options,
+    reserved: &'a [gradlift_lang::Name],
+    stats: &'a mut Stats,
+    /// The names partial evaluation handed out, for CSE's temporaries.
+    names: Option<names::Names>,
+    /// CSE's temporaries: DCE inlines them without counting a rewrite.
+    temps: names::FxSet<gradlift_lang::Name>,
+    /// A pass exposed work for the next round (an array computation
+    /// inlined into its use, a sum moved into branches, …).
+    exposed: bool,
+    /// `prune` changed the term: dead computations to drop.
+    pruned: bool,
+    /// `demand` zeroed an unread real: dead computations to drop.
+    demanded: bool,
+    /// Not the last round: `merge` and `split` run.
+    splitting: bool,
+}
+
+/// Every pass of a round, in order.
 pub const PASSES: &[Pass] = &[
     Pass {
         name: "pe",
-        description: "partial evaluation (§5.1) with the rewrites of Figure 12",
+        description: "partial evaluation: β-reduction, forward substitution, tuple splitting, let normalisation, the rewrites of rules.rs on each node built",
+        implements: "§5.1 and Figure 12",
+        run: |e, r| {
+            let (term, names) = pe::run(&e, r.opts, r.reserved, r.stats)?;
+            r.names = Some(names);
+            r.temps = Default::default();
+            Ok(term)
+        },
+        when: |_| true,
     },
     Pass {
         name: "cse",
-        description: "common subexpressions bound once",
+        description: "common subexpressions bound once (value numbering up to α)",
+        implements: "not in the paper",
+        run: |e, r| {
+            let names = r.names.take().expect("partial evaluation ran first");
+            if !cse::has_repeats(&e) {
+                return Ok(e);
+            }
+            let (term, temps) = cse::run(e, names, r.stats);
+            r.temps = temps;
+            Ok(term)
+        },
+        when: |r| r.opts.cse,
     },
     Pass {
         name: "dce",
         description: "dead lets dropped, values used once inlined",
+        implements: "§5.1 (let x = e₁ in e₂ ⇝ e₂ when x is dead)",
+        run: |e, r| {
+            let (term, report) = dce::run(e, &r.temps, r.stats);
+            r.exposed |= report.exposed_arrays;
+            Ok(term)
+        },
+        when: |_| true,
+    },
+    Pass {
+        name: "prune",
+        description: "dead tuple components and zero sums moved into branches (dead-component, sum-into-branches, const-component)",
+        implements: "not in the paper",
+        run: |e, r| {
+            let (term, pruned) = prune::run(e, r.stats);
+            r.pruned = pruned.changed;
+            r.exposed |= pruned.moved_sums;
+            Ok(term)
+        },
+        when: |_| true,
+    },
+    Pass {
+        name: "prune-dce",
+        description: "the computations pruning left dead, dropped",
+        implements: "§5.1",
+        run: |e, r| {
+            let (term, report) = dce::run(e, &Default::default(), r.stats);
+            r.exposed |= report.exposed_arrays;
+            Ok(term)
+        },
+        when: |r| r.pruned,
+    },
+    Pass {
+        name: "demand",
+        description: "reals no result reads are not computed (dead-leaf), by a backward analysis through components, elements and loop accumulators",
+        implements: "not in the paper",
+        run: |e, r| {
+            let (term, changed) = demand::run(e, r.stats);
+            r.demanded = changed;
+            Ok(term)
+        },
+        when: |_| true,
+    },
+    Pass {
+        name: "demand-dce",
+        description: "the computations the demand analysis left dead, dropped",
+        implements: "§5.1",
+        run: |e, r| Ok(dce::run(e, &Default::default(), r.stats).0),
+        when: |r| r.demanded,
+    },
+    Pass {
+        name: "reuse",
+        description: "a fold that recomputes the elements of a stored map reads them (fold-reads-map)",
+        implements: "not in the paper",
+        run: |e, r| {
+            let (term, reused) = reuse::run(e, r.stats);
+            r.exposed |= reused;
+            Ok(term)
+        },
+        when: |_| true,
+    },
+    Pass {
+        name: "merge",
+        description: "a map over the arrays of a stored map of tuples becomes a component of it (map-merge)",
+        implements: "not in the paper",
+        run: |e, r| {
+            let (term, merged) = merge::run(e, r.stats);
+            r.exposed |= merged;
+            Ok(term)
+        },
+        when: |r| r.splitting,
+    },
+    Pass {
+        name: "split",
+        description: "derived and rebuilt components, maps split for the folds that read them (map-split)",
+        implements: "not in the paper",
+        run: |e, r| {
+            let (term, split) = split::run(e, r.stats);
+            r.exposed |= split;
+            Ok(term)
+        },
+        when: |r| r.splitting,
     },
 ];
 
 /// How many rounds of the passes run at most.
 pub const MAX_ROUNDS: usize = 5;
+
+/// Why the rounds stopped (egg's runner reports the same way).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// No pass exposed work for another round.
+    Settled,
+    /// A round left the term as it was, up to the names of binders.
+    Saturated,
+    /// [`MAX_ROUNDS`] rounds ran.
+    RoundLimit,
+    /// The pass whose output was asked for ran (`emit --stage`).
+    Asked,
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Stop::Settled => "no pass exposed more work",
+            Stop::Saturated => "a round changed nothing",
+            Stop::RoundLimit => "the round limit",
+            Stop::Asked => "the stage asked for",
+        })
+    }
+}
+
+/// What a run of the simplifier did.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// How often each rule fired.
+    pub stats: Stats,
+    /// Rounds run.
+    pub rounds: usize,
+    /// Why it stopped.
+    pub stop: Stop,
+    /// Time in each pass, over all rounds, and how often it ran, in the
+    /// order of [`PASSES`].
+    pub times: Vec<(&'static str, std::time::Duration, usize)>,
+}
+
+/// How a term is checked after each pass (debug builds): it must have type
+/// `ty` over `context` and `size_vars`, and, where the pass promises it,
+/// distinct binders.
+pub struct Check<'a> {
+    /// The free variables and their types.
+    pub context: &'a [(gradlift_lang::Name, gradlift_lang::Type)],
+    /// The size variables.
+    pub size_vars: &'a [gradlift_lang::Name],
+    /// The term's type.
+    pub ty: &'a gradlift_lang::Type,
+}
 
 /// Simplifies `e` (see the module documentation).
 pub fn simplify(e: &Expr, opts: &Options) -> Result<Expr, SimplifyError> {
@@ -165,89 +339,105 @@ pub fn simplify_avoiding(
     opts: &Options,
     reserved: &[gradlift_lang::Name],
 ) -> Result<Expr, SimplifyError> {
-    run(e, opts, reserved).map(|(e, _)| e)
+    run(e, opts, reserved, None, None).map(|(e, _)| e)
 }
 
 /// [`simplify`], also returning how often each rule fired.
 pub fn simplify_with_stats(e: &Expr, opts: &Options) -> Result<(Expr, Stats), SimplifyError> {
-    run(e, opts, &[])
+    run(e, opts, &[], None, None).map(|(e, r)| (e, r.stats))
 }
 
-fn run(
+/// The rounds: every pass of [`PASSES`] whose condition holds, in order,
+/// until no pass exposes more work, a round changes nothing, or
+/// [`MAX_ROUNDS`]. With `stop_after`, returns the term after that pass in
+/// the first round. With `check`, each pass's output is verified
+/// ([`crate::pipeline::verify_term`]) and a failure panics naming the pass.
+pub fn run(
     e: &Expr,
     opts: &Options,
     reserved: &[gradlift_lang::Name],
-) -> Result<(Expr, Stats), SimplifyError> {
+    check: Option<&Check<'_>>,
+    stop_after: Option<&str>,
+) -> Result<(Expr, Report), SimplifyError> {
     let mut stats = Stats::default();
-    let (mut term, mut report) = round(e, opts, reserved, &mut stats, true)?;
-    for k in 1..MAX_ROUNDS {
-        if !report.exposed_arrays {
-            break;
+    let mut times: Vec<(&'static str, std::time::Duration, usize)> = PASSES
+        .iter()
+        .map(|p| (p.name, Default::default(), 0))
+        .collect();
+    let mut term = e.clone();
+    let mut stop = Stop::RoundLimit;
+    let mut rounds = 0;
+    for k in 0..MAX_ROUNDS {
+        rounds = k + 1;
+        let before = (k > 0).then(|| term.clone());
+        let mut round = Round {
+            opts,
+            reserved,
+            stats: &mut stats,
+            names: None,
+            temps: Default::default(),
+            exposed: false,
+            pruned: false,
+            demanded: false,
+            // Map splitting copies lambdas, whose names the next round's
+            // partial evaluation makes fresh: not in the last round.
+            splitting: k + 1 < MAX_ROUNDS,
+        };
+        for (i, pass) in PASSES.iter().enumerate() {
+            if !(pass.when)(&round) {
+                continue;
+            }
+            let start = std::time::Instant::now();
+            term = (pass.run)(term, &mut round)?;
+            times[i].1 += start.elapsed();
+            times[i].2 += 1;
+            if let Some(check) = check {
+                if let Err(e) = crate::pipeline::verify_term(
+                    check.context,
+                    check.size_vars,
+                    &term,
+                    check.ty,
+                    true,
+                ) {
+                    panic!(
+                        "the simplifier's pass `{}` (round {rounds}) broke the term: {e}\n{term}",
+                        pass.name
+                    );
+                }
+            }
+            if k == 0 && stop_after == Some(pass.name) {
+                return Ok((
+                    term,
+                    Report {
+                        stats,
+                        rounds,
+                        stop: Stop::Asked,
+                        times,
+                    },
+                ));
+            }
         }
-        // Map splitting copies lambdas, whose names the next round's
-        // partial evaluation makes fresh: not in the last round.
-        let last = k + 1 == MAX_ROUNDS;
-        let next;
-        (next, report) = round(&term, opts, reserved, &mut stats, !last)?;
+        let exposed = round.exposed;
         // Partial evaluation binds every array term it builds and DCE
-        // inlines them back, which reports arrays exposed at every
-        // round: a round that changed nothing (up to the names of
-        // binders) ends the rounds.
-        let unchanged = alpha::Alpha::new(false).eq(&term, &next);
-        term = next;
-        if unchanged {
+        // inlines them back, which reports arrays exposed at every round:
+        // a round that changed nothing (up to the names of binders) ends
+        // the rounds.
+        if before.is_some_and(|b| alpha::Alpha::new(false).eq(&b, &term)) {
+            stop = Stop::Saturated;
+            break;
+        }
+        if !exposed {
+            stop = Stop::Settled;
             break;
         }
     }
-    Ok((term, stats))
-}
-
-/// One round: partial evaluation, CSE, DCE.
-fn round(
-    e: &Expr,
-    opts: &Options,
-    reserved: &[gradlift_lang::Name],
-    stats: &mut Stats,
-    splitting: bool,
-) -> Result<(Expr, dce::Report), SimplifyError> {
-    let (term, names) = pe::run(e, opts, reserved, stats)?;
-    let (term, temps) = if opts.cse && cse::has_repeats(&term) {
-        cse::run(term, names, stats)
-    } else {
-        (term, Default::default())
-    };
-    let (term, report) = dce::run(term, &temps, stats);
-    // Dead components leave dead computations behind: DCE once more.
-    // Sums moved into branches may meet zeros there: a round more.
-    let (term, mut report) = match prune::run(term, stats) {
-        (term, pruned) if pruned.changed => {
-            let (term, again) = dce::run(term, &Default::default(), stats);
-            (
-                term,
-                dce::Report {
-                    exposed_arrays: report.exposed_arrays
-                        || again.exposed_arrays
-                        || pruned.moved_sums,
-                },
-            )
-        }
-        (term, _) => (term, report),
-    };
-    // Reals no result reads leave dead computations behind too.
-    let term = match demand::run(term, stats) {
-        (term, true) => dce::run(term, &Default::default(), stats).0,
-        (term, false) => term,
-    };
-    let (term, reused) = reuse::run(term, stats);
-    report.exposed_arrays |= reused;
-    if splitting {
-        // The merged bodies need the next round's CSE.
-        let (term, merged) = merge::run(term, stats);
-        report.exposed_arrays |= merged;
-        let (term, split) = split::run(term, stats);
-        // The copies need the next round (fresh names, fusion).
-        report.exposed_arrays |= split;
-        return Ok((term, report));
-    }
-    Ok((term, report))
+    Ok((
+        term,
+        Report {
+            stats,
+            rounds,
+            stop,
+            times,
+        },
+    ))
 }
