@@ -20,6 +20,7 @@ pub mod abi;
 mod annotate;
 mod arrays;
 mod bind;
+mod carried;
 mod checkpoint;
 mod eta;
 mod horizontal;
@@ -27,6 +28,7 @@ mod jit;
 mod layout;
 mod lower;
 mod prims;
+mod sizes;
 mod values;
 mod workspace;
 
