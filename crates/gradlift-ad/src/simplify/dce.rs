@@ -38,8 +38,8 @@ use gradlift_lang::deep::guard;
 use gradlift_lang::syntax::*;
 use gradlift_lang::Prim;
 
-/// The deepest value inlined into its single use.
-pub const MAX_INLINE_HEIGHT: u32 = 10;
+/// The deepest value inlined into its single use ([`super::limits::Limits::inline_height`]).
+pub const MAX_INLINE_HEIGHT: u32 = super::limits::LIMITS.inline_height;
 
 /// What a run found.
 #[derive(Clone, Copy, Debug, Default)]
@@ -228,8 +228,7 @@ fn is_cheap_map(e: &Expr) -> bool {
     matches!(v.kind, ExprKind::Var(_)) && ps.len() == 1 && arithmetic(body, ops)
 }
 
-/// The most operations in the body of a map substituted at its uses.
-const MAX_CHEAP_MAP_OPS: u32 = 2;
+const MAX_CHEAP_MAP_OPS: u32 = super::limits::LIMITS.cheap_map_ops;
 
 /// Whether `e` is at most [`MAX_CHEAP_MAP_OPS`] arithmetic operations on
 /// constants and variables.
@@ -246,8 +245,7 @@ fn arithmetic(e: &Expr, ops: &mut u32) -> bool {
     }
 }
 
-/// The most nodes in the body of a map of a range substituted at its uses.
-const MAX_RANGE_MAP_NODES: u32 = 12;
+const MAX_RANGE_MAP_NODES: u32 = super::limits::LIMITS.range_map_nodes;
 
 /// Whether `e` is built from at most [`MAX_RANGE_MAP_NODES`] constants,
 /// variables, primitives and `if`s: it cannot fail.

@@ -123,8 +123,8 @@ pub(super) fn run(mut e: Expr, stats: &mut Stats) -> (Expr, bool) {
 /// and so a step nested in loops once per round of each: it gives up
 /// (and the pass changes nothing) after this many visits per node of the
 /// term, or [`MIN_WORK`].
-const WORK_PER_NODE: usize = 16;
-const MIN_WORK: usize = 100_000;
+const WORK_PER_NODE: usize = super::limits::LIMITS.demand_work_per_node;
+const MIN_WORK: usize = super::limits::LIMITS.demand_min_work;
 
 fn nodes(e: &Expr) -> usize {
     guard(|| 1 + e.children().into_iter().map(nodes).sum::<usize>())

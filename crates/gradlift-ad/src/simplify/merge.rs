@@ -72,7 +72,7 @@ fn map_parts(value: &Expr) -> Option<(ArrayOp, &[Param], &[Expr], &Expr)> {
 
 /// How many bindings after a map are searched for siblings (the search is
 /// linear in this, per map; the body is searched when they reach it).
-const LOOKAHEAD: usize = 64;
+const LOOKAHEAD: usize = super::limits::LIMITS.merge_lookahead;
 
 /// Merges into the map bound at `bindings[t]` the first sibling found
 /// after it; whether it found one.

@@ -52,6 +52,7 @@ mod cse;
 mod dce;
 mod demand;
 mod fill;
+pub mod limits;
 mod merge;
 mod names;
 mod pe;
@@ -274,7 +275,7 @@ pub const PASSES: &[Pass] = &[
 ];
 
 /// How many rounds of the passes run at most.
-pub const MAX_ROUNDS: usize = 5;
+pub const MAX_ROUNDS: usize = limits::LIMITS.rounds;
 
 /// Why the rounds stopped (egg's runner reports the same way).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

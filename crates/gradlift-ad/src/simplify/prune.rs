@@ -87,7 +87,7 @@ pub(super) fn run(mut e: Expr, stats: &mut Stats) -> (Expr, Pruned) {
 }
 
 /// The most passes over a term.
-const MAX_PASSES: usize = 4;
+const MAX_PASSES: usize = super::limits::LIMITS.prune_passes;
 
 struct Prune<'a> {
     stats: &'a mut Stats,

@@ -231,7 +231,7 @@ fn split(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
 }
 
 /// The most primitive operations in a derived component.
-pub const MAX_DERIVED_OPS: u32 = 2;
+pub const MAX_DERIVED_OPS: u32 = super::limits::LIMITS.derived_ops;
 
 /// What [`narrow`] and [`rebuild`] need of `let P = map (… . e) A⃗ in
 /// body`: `e`'s tuple (one tail, at the end of its `let`s), the names

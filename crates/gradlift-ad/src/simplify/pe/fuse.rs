@@ -294,7 +294,7 @@ pub(super) fn fusable_map2_arg(f: &Expr, vals: &[Val]) -> Option<usize> {
 }
 
 /// The most nodes in a function [`Pe::fuse_map2_arg`] evaluates twice.
-const MAX_SPLIT_NODES: usize = 64;
+const MAX_SPLIT_NODES: usize = super::super::limits::LIMITS.split_nodes;
 
 fn nodes(e: &Expr, budget: &mut usize) -> bool {
     if *budget == 0 {
