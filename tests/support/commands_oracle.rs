@@ -60,9 +60,15 @@ fn expected(e: &Error) -> bool {
 
 /// Runs the case through the subcommands' paths; panics on a failure.
 pub fn check(input: &Input, jit: &Jit) -> Outcome {
-    let mut outcome = Outcome::default();
     let (text, args) = input.program();
-    let finite = input.picks.is_none();
+    check_program(&text, &args, input.picks.is_none(), input.seed, jit)
+}
+
+/// [`check`] of a program given as text, at `args` (all finite when
+/// `finite`); `seed` chooses the directions of `jvp` and `hvp`.
+pub fn check_program(text: &str, args: &[Value], finite: bool, seed: u64, jit: &Jit) -> Outcome {
+    let mut outcome = Outcome::default();
+    let (text, args) = (text.to_string(), args.to_vec());
     let program = Program::parse("gen.grad", &text)
         .unwrap_or_else(|e| panic!("a generated program does not check: {e}\n{text}"));
     let f = program.last_function().unwrap();
@@ -125,7 +131,7 @@ pub fn check(input: &Input, jit: &Jit) -> Outcome {
         .filter(|((_, t), _)| t.is_some())
         .map(|(_, v)| v)
         .collect();
-    let mut state = input.seed | 1;
+    let mut state = seed | 1;
     let mut direction = || -> Vec<Value> {
         values
             .iter()

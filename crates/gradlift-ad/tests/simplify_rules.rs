@@ -712,6 +712,36 @@ fn a_sibling_map_becomes_a_component_of_the_stored_one() {
     );
 }
 
+#[test]
+fn a_merged_map_is_read_through_a_lambda_that_shadows_nothing() {
+    // The uses of `H` read `map (g. g.0) H` once `D` is merged into it:
+    // inside a lambda binding `g` itself, that parameter must be another
+    // name (found by the `commands` fuzz target: the verifier after
+    // `merge` refused the shadowing binder).
+    let input = "map (g. let H = map (x. tanh(reduce (+) 0 x) * g) X in \
+                 let D = map (x. 1 - tanh(reduce (+) 0 x) * tanh(reduce (+) 0 x)) X in \
+                 reduce (+) 0 (map2 (*) H D) + reduce (+) 0 D + H[0]) B";
+    let types = typed(&[("X", "[[R; d]; m]"), ("B", "[R; k]")]);
+    let ty = type_of(&term(input), &types, &["d", "m", "k"]);
+    let sizes: Vec<gradlift_lang::Name> = ["d", "m", "k"].iter().map(|s| (*s).into()).collect();
+    let check = gradlift_ad::simplify::Check {
+        context: &types,
+        size_vars: &sizes,
+        ty: &ty,
+    };
+    let (out, report) =
+        gradlift_ad::simplify::run(&term(input), &Options::default(), &[], Some(&check), None)
+            .unwrap();
+    assert!(
+        report.stats.count(Rule::MapMerge) > 0,
+        "fired: {}",
+        report.stats
+    );
+    assert_eq!(count_prim(&out, Prim::Tanh), 1, "{out}");
+    let vals = values(&[("X", two_rows()), ("B", Value::reals(&[0.5, -2.0]))]);
+    assert_same_meaning(&term(input), &out, &types, &["d", "m", "k"], &vals);
+}
+
 /// A 2 × 3 matrix of reals.
 fn two_rows() -> Value {
     Value::Array(

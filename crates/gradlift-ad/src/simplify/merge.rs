@@ -32,6 +32,7 @@
 //! by the same operations on the same operands as before.
 
 use super::alpha::Alpha;
+use super::names::Names;
 use super::prune::tail_arity;
 use super::reuse::{rename, replace_first};
 use super::rules::{Rule, Stats};
@@ -45,9 +46,14 @@ use std::sync::Arc;
 /// Merges the sibling maps of `e`; whether it merged any.
 pub(super) fn run(e: Expr, stats: &mut Stats) -> (Expr, bool) {
     let mut changed = false;
+    // The parameter of each `map (g. g.k) P` written is a name the term
+    // does not use, so that it shadows no binder where it is written.
+    let mut used = Vec::new();
+    names_in(&e, &mut used);
+    let mut names = Names::avoiding(used, 0);
     let e = each_block(e, &mut |bindings, body| {
         for t in 0..bindings.len() {
-            while merge_one(bindings, body, t) {
+            while merge_one(bindings, body, t, &mut names) {
                 stats.fire(Rule::MapMerge);
                 changed = true;
             }
@@ -76,7 +82,7 @@ const LOOKAHEAD: usize = super::limits::LIMITS.merge_lookahead;
 
 /// Merges into the map bound at `bindings[t]` the first sibling found
 /// after it; whether it found one.
-fn merge_one(bindings: &mut [Binding], body: &mut Expr, t: usize) -> bool {
+fn merge_one(bindings: &mut [Binding], body: &mut Expr, t: usize, fresh: &mut Names) -> bool {
     let Pattern::Var(p, _) = &bindings[t].pat else {
         return false;
     };
@@ -138,10 +144,10 @@ fn merge_one(bindings: &mut [Binding], body: &mut Expr, t: usize) -> bool {
         _ => 1,
     };
     // The sibling reads component `arity` of `P` instead.
-    let read = component(&p, arity);
+    let read = component(&p, arity, fresh);
     if !tuple {
         // The other uses of `P` read component 0.
-        let old = component(&p, 0);
+        let old = component(&p, 0, fresh);
         for b in bindings[t + 1..].iter_mut() {
             substitute(&mut b.value, &p, &old);
         }
@@ -253,9 +259,24 @@ fn ends_in_tuple(e: &Expr) -> bool {
     }
 }
 
-/// `map (g. g.k) P`.
-fn component(p: &Name, k: usize) -> Expr {
-    let g = Name::from("g");
+/// Every name `e` binds or reads.
+fn names_in(e: &Expr, out: &mut Vec<Name>) {
+    guard(|| {
+        match &e.kind {
+            ExprKind::Var(x) => out.push(x.clone()),
+            ExprKind::Let { pat, .. } => pat.names(out),
+            ExprKind::Lambda(params, _) => params.iter().for_each(|q| q.pat.names(out)),
+            _ => {}
+        }
+        for c in e.children() {
+            names_in(c, out);
+        }
+    })
+}
+
+/// `map (g. g.k) P`, `g` a fresh name.
+fn component(p: &Name, k: usize, fresh: &mut Names) -> Expr {
+    let g = fresh.fresh("g");
     mk(ExprKind::ArrayOp(
         ArrayOp::Map,
         Box::new(mk(ExprKind::Lambda(
