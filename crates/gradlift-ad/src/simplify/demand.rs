@@ -1,30 +1,53 @@
-//! Dead leaves (rule `dead-leaf`, not in the paper; it extends the
-//! dead-code elimination of Figure 12's simplifications to the parts of
-//! values): first-order Target → first-order Target. It guarantees the
-//! same results for every read the program's result makes; a computation
-//! it drops can no longer fail, as with DCE.
+//! Liveness of the parts of values (rules `dead-leaf`, `dead-component`,
+//! `dead-element-component`; not in the paper: they extend the dead-code
+//! elimination of Figure 12's simplifications to the parts of values):
+//! first-order Target → first-order Target. It guarantees the same results
+//! for every read the program's result makes; a computation it drops can
+//! no longer fail, as with DCE.
 //!
-//! `dead-component` removes a tuple component no one projects; this pass
-//! finds the reals that nothing observable reads further down: through
-//! the elements of arrays, and through the accumulators of loops. A
-//! backward analysis computes, for every binder, its *demand* — which
+//! One backward analysis computes, for every binder, its *demand* — which
 //! reals of its value may be read, a tree shaped like its type (a tuple's
-//! components, an array's elements) — starting from the whole result.
-//! A loop's accumulator is demanded as its result is, and as its step
-//! reads it, up to a fixed point; a map's elements as its consumer reads
-//! them. Then an arithmetic primitive at a tuple component whose demand is
-//! empty is replaced by `0`: the computations that fed only it become dead
-//! `let`s, which the next DCE removes.
+//! components, an array's elements) — starting from the whole result. A
+//! loop's accumulator is demanded as its result is, and as its step reads
+//! it, up to a fixed point; a map's elements as its consumer reads them;
+//! an array whose length alone is read is demanded with no element
+//! (`Array(No)`: referenced, no real read). Three rewrites follow from it,
+//! in one walk:
+//!
+//! - `dead-component`: for `let x = e in b` where every tail of `e` (the
+//!   tuples at the ends of its `let` chains and `if` branches) is a tuple
+//!   and `b` uses `x` only by projections, a component whose demand is
+//!   empty is removed from every tail and the projections renumbered (for
+//!   `let (p₀, …, pₖ) = e in b`, the wildcards' components);
+//! - `dead-element-component`: an array operation other than `reduce`
+//!   whose argument is a `map` or `map2` written in place, building tuples
+//!   of which the operation's function (through its parameter, used only
+//!   by projections) demands only some components, has the map build only
+//!   those;
+//! - `dead-leaf`: an arithmetic primitive at any other position whose
+//!   demand is empty is replaced by `0`.
+//!
+//! The analysis knows which components the walk removes (it marks them
+//! [`Demand::Gone`] with the same predicate the walk uses, on the same
+//! term), so what only they read is not demanded: the computations that
+//! fed only removed components or zeroed reals become dead `let`s, which
+//! the next DCE removes.
 //!
 //! Forward over reverse mode makes such reals: the tangent of everything.
 //! In k-means' Newton step, the tangent of each point's distance to each
 //! centroid is computed, summed over the coordinates, stored, and carried
-//! by the search for the nearest centroid, whose index alone is read.
+//! by the search for the nearest centroid, whose index alone is read. The
+//! reverse of an `if` returns the cotangents of everything the branch
+//! read, and a loop's right scan of state cotangents projects out only the
+//! state's.
 //!
 //! Input and output: every binder has a name of its own (as after partial
 //! evaluation); no binder is added.
 
 use super::rules::{Rule, Stats};
+use super::split::param_of;
+use super::tails::{keep_components, numbering, projected, renumber, tail_arity};
+use super::term::children_mut;
 use gradlift_lang::deep::guard;
 use gradlift_lang::prim::PrimKind;
 use gradlift_lang::syntax::*;
@@ -40,8 +63,11 @@ enum Demand {
     All,
     /// Of a tuple: by component (missing components are `No`).
     Tuple(Vec<Demand>),
-    /// Of an array: those of every element.
+    /// Of an array: those of every element (`Array(No)`: its length).
     Array(Box<Demand>),
+    /// A component of a tuple that the rewrite removes: nothing is read.
+    /// Only in the demand of a value whose tails are tuples, never stored.
+    Gone,
 }
 
 impl Demand {
@@ -49,7 +75,9 @@ impl Demand {
         *self = match (std::mem::replace(self, Demand::No), other) {
             (d, Demand::No) => d,
             (Demand::No, d) => d.clone(),
-            (Demand::All, _) | (_, Demand::All) => Demand::All,
+            (Demand::All, _) | (_, Demand::All) | (Demand::Gone, _) | (_, Demand::Gone) => {
+                Demand::All
+            }
             (Demand::Tuple(mut xs), Demand::Tuple(ys)) => {
                 if xs.len() < ys.len() {
                     xs.resize(ys.len(), Demand::No);
@@ -91,6 +119,29 @@ impl Demand {
         xs[i] = d;
         Demand::Tuple(xs)
     }
+
+    /// This demand of a `k`-tuple with the components `gone` marked
+    /// [`Demand::Gone`].
+    fn without(&self, k: usize, gone: &[bool]) -> Demand {
+        Demand::Tuple(
+            (0..k)
+                .map(|i| {
+                    if gone[i] {
+                        Demand::Gone
+                    } else {
+                        self.component(i)
+                    }
+                })
+                .collect(),
+        )
+    }
+}
+
+/// The components of a `k`-tuple whose demand is empty, when the rewrite
+/// removes them: some, not all (a single component left is not a tuple).
+fn removable(k: usize, demand: impl Fn(usize) -> bool) -> Option<Vec<bool>> {
+    let gone: Vec<bool> = (0..k).map(demand).collect();
+    (gone.contains(&true) && gone.contains(&false)).then_some(gone)
 }
 
 /// A real computed by one arithmetic primitive: replaced by `0` where no
@@ -137,6 +188,10 @@ struct Analysis {
     /// The demand of each loop's accumulator, by the first name its
     /// parameter binds (unique too), over every visit.
     accumulators: HashMap<Name, Demand>,
+    /// Whether each binder of a value whose tails are tuples is used only
+    /// by projections, as the analysis found the term (the rewrite reads
+    /// the answer, not the term it is rewriting).
+    projections: HashMap<Name, bool>,
     /// Visits left.
     budget: usize,
 }
@@ -151,6 +206,95 @@ fn first_name(p: &Pattern) -> Option<&Name> {
 }
 
 impl Analysis {
+    /// Whether `body` uses `x`, a binder of a `k`-tuple, only by
+    /// projections: found in `body` once (by the analysis), then recalled
+    /// (by the rewrite, which passes no body).
+    fn by_projections(&mut self, x: &Name, k: usize, body: Option<&Expr>) -> bool {
+        if let Some(known) = self.projections.get(x) {
+            return *known;
+        }
+        let Some(body) = body else {
+            return false;
+        };
+        let only = projected(body, x, &mut vec![false; k]);
+        self.projections.insert(x.clone(), only);
+        only
+    }
+
+    /// The components `dead-component` removes from the value of
+    /// `let pat = value in body`: for a variable used only by projections,
+    /// those it does not demand; for a tuple pattern, its wildcards'.
+    fn let_gone(&mut self, pat: &Pattern, value: &Expr, body: Option<&Expr>) -> Option<Vec<bool>> {
+        let k = tail_arity(value).filter(|k| *k >= 2)?;
+        match pat {
+            Pattern::Var(x, _) => {
+                if !self.by_projections(x, k, body) {
+                    return None;
+                }
+                let dx = self.of_pattern(pat);
+                removable(k, |i| dx.component(i) == Demand::No)
+            }
+            Pattern::Tuple(ps, _) if ps.len() == k => {
+                removable(k, |i| matches!(ps[i], Pattern::Wild(_)))
+            }
+            _ => None,
+        }
+    }
+
+    /// The components `dead-element-component` removes from the tuples
+    /// of argument `k` of `op`, a `map` or `map2` written in place, and the
+    /// parameter of the function (with body `f_body`) that reads them.
+    fn arg_gone(
+        &mut self,
+        op: ArrayOp,
+        params: &[Param],
+        k: usize,
+        arg: &Expr,
+        f_body: Option<&Expr>,
+    ) -> Option<(Name, Vec<bool>)> {
+        // A `reduce`'s elements have its accumulator's type: their shape
+        // stays.
+        if op == ArrayOp::Reduce {
+            return None;
+        }
+        let param = params.get(param_of(op, k)?)?;
+        let Pattern::Var(q, _) = &param.pat else {
+            return None;
+        };
+        let ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, g, _) = &arg.kind else {
+            return None;
+        };
+        let ExprKind::Lambda(_, inner) = &g.kind else {
+            return None;
+        };
+        let n = tail_arity(inner).filter(|n| *n >= 2)?;
+        if !self.by_projections(q, n, f_body) {
+            return None;
+        }
+        let dq = self.of_pattern(&param.pat);
+        removable(n, |i| dq.component(i) == Demand::No).map(|gone| (q.clone(), gone))
+    }
+
+    /// The demand of argument `k` of `op` (not a `reduce`): its elements'
+    /// as the function's parameter demands them, the components the
+    /// rewrite removes marked.
+    fn of_arg(
+        &mut self,
+        op: ArrayOp,
+        params: &[Param],
+        k: usize,
+        arg: &Expr,
+        f_body: &Expr,
+    ) -> Demand {
+        let j = param_of(op, k).expect("an array argument");
+        let dp = self.of_pattern(&params[j].pat);
+        let element = match self.arg_gone(op, params, k, arg, Some(f_body)) {
+            Some((_, gone)) => dp.without(gone.len(), &gone),
+            None => dp,
+        };
+        Demand::Array(Box::new(element))
+    }
+
     fn demand_var(&mut self, x: &Name, d: &Demand) {
         self.binders.entry(x.clone()).or_insert(Demand::No).join(d);
     }
@@ -173,6 +317,10 @@ impl Analysis {
             return;
         }
         self.budget -= 1;
+        if *d == Demand::Gone {
+            // Only a tail's component is removed (and skipped below).
+            return self.need(e, &Demand::All);
+        }
         if *d == Demand::No {
             // Replaced, or a variable read for nothing. Anything else is
             // kept as it is and so reads what it reads.
@@ -187,14 +335,20 @@ impl Analysis {
             ExprKind::Proj(x, i) => self.need(x, &Demand::at(*i, d.clone())),
             ExprKind::Tuple(es) => {
                 for (i, x) in es.iter().enumerate() {
-                    self.need(x, &d.component(i));
+                    match d.component(i) {
+                        Demand::Gone => {}
+                        di => self.need(x, &di),
+                    }
                 }
             }
             ExprKind::Let {
                 pat, value, body, ..
             } => {
                 self.need(body, d);
-                let dv = self.of_pattern(pat);
+                let dv = match self.let_gone(pat, value, Some(body)) {
+                    Some(gone) => self.of_pattern(pat).without(gone.len(), &gone),
+                    None => self.of_pattern(pat),
+                };
                 self.need(value, &dv);
             }
             ExprKind::If(c, a, b) => {
@@ -230,8 +384,8 @@ impl Analysis {
 
     fn builtin(&mut self, bi: Builtin, args: &[Expr], d: &Demand) {
         match (bi, args) {
-            // The length only.
-            (Builtin::Len, [_]) => {}
+            // The length only: the array is referenced, no real of it read.
+            (Builtin::Len, [a]) => self.need(a, &Demand::Array(Box::new(Demand::No))),
             (Builtin::Replicate, [n, v]) => {
                 self.need(n, &Demand::All);
                 self.need(v, &d.element());
@@ -261,16 +415,17 @@ impl Analysis {
             return false;
         };
         match (op, params.as_slice(), args) {
-            (ArrayOp::Map, [p], [a]) => {
+            (ArrayOp::Map, [_], [a]) => {
                 self.need(body, &d.element());
-                let dp = self.of_pattern(&p.pat);
-                self.need(a, &Demand::Array(Box::new(dp)));
+                let da = self.of_arg(op, params, 0, a, body);
+                self.need(a, &da);
             }
-            (ArrayOp::Map2, [p, q], [a, b]) => {
+            (ArrayOp::Map2, [_, _], [a, b]) => {
                 self.need(body, &d.element());
-                let (dp, dq) = (self.of_pattern(&p.pat), self.of_pattern(&q.pat));
-                self.need(a, &Demand::Array(Box::new(dp)));
-                self.need(b, &Demand::Array(Box::new(dq)));
+                let da = self.of_arg(op, params, 0, a, body);
+                let db = self.of_arg(op, params, 1, b, body);
+                self.need(a, &da);
+                self.need(b, &db);
             }
             (
                 ArrayOp::Reduce | ArrayOp::Foldl(_) | ArrayOp::Scanl | ArrayOp::Scanr,
@@ -285,12 +440,12 @@ impl Analysis {
                         .join(&dacc);
                 }
                 self.need(z, &dacc);
-                let dx = if op == ArrayOp::Reduce {
-                    dacc
+                let da = if op == ArrayOp::Reduce {
+                    Demand::Array(Box::new(dacc))
                 } else {
-                    self.of_pattern(&x.pat)
+                    self.of_arg(op, params, 1, a, body)
                 };
-                self.need(a, &Demand::Array(Box::new(dx)));
+                self.need(a, &da);
             }
             _ => return false,
         }
@@ -350,7 +505,7 @@ impl Rewrite<'_> {
             *e = Expr::synth(ExprKind::Const(0.0));
             return;
         }
-        let d = if *d == Demand::No {
+        let d = if matches!(d, Demand::No | Demand::Gone) {
             Demand::All
         } else {
             d.clone()
@@ -358,16 +513,22 @@ impl Rewrite<'_> {
         match &mut e.kind {
             ExprKind::Proj(x, i) => self.narrow(x, &Demand::at(*i, d)),
             ExprKind::Tuple(es) => {
+                // A component marked gone is removed by the `let` or the
+                // array operation whose demand marked it, once its value
+                // is narrowed: a placeholder until then, so that what only
+                // it read is not read inside the value either.
                 for (i, x) in es.iter_mut().enumerate() {
-                    self.narrow(x, &d.component(i));
+                    match d.component(i) {
+                        Demand::Gone => *x = Expr::synth(ExprKind::Const(0.0)),
+                        di => self.narrow(x, &di),
+                    }
                 }
             }
             ExprKind::Let {
                 pat, value, body, ..
             } => {
-                let dv = self.a.of_pattern(pat);
-                self.narrow(value, &dv);
                 self.narrow(body, &d);
+                self.binding(pat, value, body);
             }
             ExprKind::If(c, a, b) => {
                 self.narrow(c, &Demand::All);
@@ -395,6 +556,7 @@ impl Rewrite<'_> {
                     self.narrow(a, &d);
                 }
                 (Builtin::Shift1L | Builtin::Shift1R, [a]) => self.narrow(a, &d),
+                (Builtin::Len, [a]) => self.narrow(a, &Demand::Array(Box::new(Demand::No))),
                 (_, args) => {
                     for x in args {
                         self.narrow(x, &Demand::All);
@@ -404,11 +566,90 @@ impl Rewrite<'_> {
             ExprKind::ArrayOp(op, f, args) => self.array_op(*op, f, args, &d),
             ExprKind::Var(_) | ExprKind::Const(_) | ExprKind::PrimFn(_) => {}
             _ => {
-                for c in super::prune::children_mut(e) {
+                for c in children_mut(e) {
                     self.narrow(c, &Demand::All);
                 }
             }
         }
+    }
+
+    /// Narrows the value of `let pat = value in body` (its body narrowed
+    /// already) and removes the components no one demands
+    /// (`dead-component`).
+    fn binding(&mut self, pat: &mut Pattern, value: &mut Expr, body: &mut Expr) {
+        let dv = self.a.of_pattern(pat);
+        let Some(mut gone) = self.a.let_gone(pat, value, None) else {
+            return self.narrow(value, &dv);
+        };
+        if let Pattern::Var(x, _) = &*pat {
+            keep_projected(body, x, &mut gone);
+        }
+        if !gone.contains(&true) {
+            return self.narrow(value, &dv);
+        }
+        self.narrow(value, &dv.without(gone.len(), &gone));
+        self.stats.fire(Rule::DeadComponent);
+        self.changed = true;
+        let keep: Vec<bool> = gone.iter().map(|g| !g).collect();
+        let v = std::mem::replace(value, Expr::synth(ExprKind::Const(0.0)));
+        *value = keep_components(v, &keep);
+        match pat {
+            Pattern::Var(x, _) => {
+                let (map, single) = numbering(&keep);
+                renumber(body, x, &map, single);
+            }
+            Pattern::Tuple(ps, _) => {
+                let mut kept: Vec<Pattern> = std::mem::take(ps)
+                    .into_iter()
+                    .zip(&keep)
+                    .filter_map(|(p, k)| k.then_some(p))
+                    .collect();
+                if kept.len() == 1 {
+                    *pat = kept.pop().expect("one component");
+                } else {
+                    *ps = kept;
+                }
+            }
+            Pattern::Wild(_) => unreachable!("a removable binding binds a tuple"),
+        }
+    }
+
+    /// Narrows argument `k` of `op` (not a `reduce`), whose function has
+    /// parameters `params` and body `f_body` (narrowed already), and,
+    /// where it is a map written in place, removes the components of its
+    /// tuples the function does not demand (`dead-element-component`).
+    fn argument(
+        &mut self,
+        op: ArrayOp,
+        params: &[Param],
+        k: usize,
+        arg: &mut Expr,
+        f_body: &mut Expr,
+    ) {
+        let j = param_of(op, k).expect("an array argument");
+        let dp = self.a.of_pattern(&params[j].pat);
+        let Some((q, mut gone)) = self.a.arg_gone(op, params, k, arg, None) else {
+            return self.narrow(arg, &Demand::Array(Box::new(dp)));
+        };
+        keep_projected(f_body, &q, &mut gone);
+        if !gone.contains(&true) {
+            return self.narrow(arg, &Demand::Array(Box::new(dp)));
+        }
+        self.narrow(arg, &Demand::Array(Box::new(dp.without(gone.len(), &gone))));
+        self.stats.fire(Rule::DeadElementComponent);
+        self.changed = true;
+        let keep: Vec<bool> = gone.iter().map(|g| !g).collect();
+        let ExprKind::ArrayOp(_, g, _) = &mut arg.kind else {
+            unreachable!("arg_gone found a map");
+        };
+        let ExprKind::Lambda(_, inner) = &mut g.kind else {
+            unreachable!("arg_gone found a lambda");
+        };
+        let inner = Arc::make_mut(inner);
+        let v = std::mem::replace(inner, Expr::synth(ExprKind::Const(0.0)));
+        *inner = keep_components(v, &keep);
+        let (map, single) = numbering(&keep);
+        renumber(f_body, &q, &map, single);
     }
 
     /// [`Analysis::array_op`], narrowing.
@@ -421,20 +662,18 @@ impl Rewrite<'_> {
         };
         let body = Arc::make_mut(body);
         match (op, params.as_slice(), args) {
-            (ArrayOp::Map, [p], [a]) => {
+            (ArrayOp::Map, [_], [a]) => {
                 self.narrow(body, &d.element());
-                let dp = self.a.of_pattern(&p.pat);
-                self.narrow(a, &Demand::Array(Box::new(dp)));
+                self.argument(op, params, 0, a, body);
             }
-            (ArrayOp::Map2, [p, q], [a, b]) => {
+            (ArrayOp::Map2, [_, _], [a, b]) => {
                 self.narrow(body, &d.element());
-                let (dp, dq) = (self.a.of_pattern(&p.pat), self.a.of_pattern(&q.pat));
-                self.narrow(a, &Demand::Array(Box::new(dp)));
-                self.narrow(b, &Demand::Array(Box::new(dq)));
+                self.argument(op, params, 0, a, body);
+                self.argument(op, params, 1, b, body);
             }
             (
                 ArrayOp::Reduce | ArrayOp::Foldl(_) | ArrayOp::Scanl | ArrayOp::Scanr,
-                [acc, x],
+                [acc, _],
                 [z, a],
             ) => {
                 // As the analysis found it, over every visit (or all).
@@ -444,12 +683,11 @@ impl Rewrite<'_> {
                     .unwrap_or(Demand::All);
                 self.narrow(body, &dacc);
                 self.narrow(z, &dacc);
-                let dx = if op == ArrayOp::Reduce {
-                    dacc
+                if op == ArrayOp::Reduce {
+                    self.narrow(a, &Demand::Array(Box::new(dacc)));
                 } else {
-                    self.a.of_pattern(&x.pat)
-                };
-                self.narrow(a, &Demand::Array(Box::new(dx)));
+                    self.argument(op, params, 1, a, body);
+                }
             }
             (_, _, args) => {
                 self.narrow(body, &Demand::All);
@@ -458,5 +696,19 @@ impl Rewrite<'_> {
                 }
             }
         }
+    }
+}
+
+/// Keeps (unmarks in `gone`) every component `body` still projects of `x`:
+/// none, when the analysis and the rewrite agree (what the analysis found
+/// undemanded is only read by rewrites that remove the reads), but a kept
+/// component is only ever read by dead code, which DCE removes next.
+fn keep_projected(body: &Expr, x: &Name, gone: &mut [bool]) {
+    let mut used = vec![false; gone.len()];
+    let only = projected(body, x, &mut used);
+    debug_assert!(only, "`{x}` was used only by projections");
+    for (g, u) in gone.iter_mut().zip(used) {
+        debug_assert!(!(*g && u), "`{x}`: an undemanded component is still read");
+        *g &= !u;
     }
 }

@@ -29,8 +29,6 @@ pub struct Limits {
     /// `merge`: how many bindings after a map are searched for maps to
     /// merge into it.
     pub merge_lookahead: usize,
-    /// `prune`: passes over a term at most.
-    pub prune_passes: usize,
     /// `demand`: the analysis gives up (and changes nothing) after this
     /// many visits per node of the term (a loop's step is visited once per
     /// round of its fixed point) …
@@ -48,7 +46,6 @@ pub const LIMITS: Limits = Limits {
     split_nodes: 64,
     derived_ops: 2,
     merge_lookahead: 64,
-    prune_passes: 4,
     demand_work_per_node: 16,
     demand_min_work: 100_000,
 };

@@ -33,10 +33,10 @@
 
 use super::alpha::Alpha;
 use super::names::Names;
-use super::prune::tail_arity;
 use super::reuse::{rename, replace_first};
 use super::rules::{Rule, Stats};
 use super::split::{binders, param_of};
+use super::tails::tail_arity;
 use super::term::*;
 use gradlift_lang::deep::guard;
 use gradlift_lang::syntax::*;
@@ -298,7 +298,7 @@ fn substitute(e: &mut Expr, p: &Name, by: &Expr) {
             *e = by.clone();
             return;
         }
-        for c in super::prune::children_mut(e) {
+        for c in super::term::children_mut(e) {
             substitute(c, p, by);
         }
     })

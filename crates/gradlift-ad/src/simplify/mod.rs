@@ -18,9 +18,10 @@
 //! substitution, tuple splitting, let normalisation, conditionals, and the
 //! algebraic and array rules applied to each node as it is built), `cse`,
 //! `dce`, then the passes that rewrite tuple-valued bindings and the arrays
-//! of tuples of partial derivatives: `prune` (dead components, sums moved
-//! into branches; DCE again when it changed something), `demand` (reals no
-//! result reads; DCE again), `reuse` (folds reading stored maps), and, but
+//! of tuples of partial derivatives: `prune` (sums moved into branches,
+//! constant components; DCE again when it changed something), `demand`
+//! (the one liveness analysis: dead components, dead elements' components,
+//! reals no result reads; DCE again), `reuse` (folds reading stored maps), and, but
 //! in the last round, `merge` (sibling maps merged into a stored one) and
 //! `split` (derived components, map splitting). Afterwards
 //! [`is_first_order`] checks Lemma 5.3. The pipeline verifies the term
@@ -61,6 +62,7 @@ mod reuse;
 mod rewrite;
 mod rules;
 mod split;
+mod tails;
 mod term;
 mod verify;
 mod zeros;
@@ -152,7 +154,8 @@ struct Round<'a> {
     exposed: bool,
     /// `prune` changed the term: dead computations to drop.
     pruned: bool,
-    /// `demand` zeroed an unread real: dead computations to drop.
+    /// `demand` removed a component or zeroed an unread real: dead
+    /// computations to drop.
     demanded: bool,
     /// Not the last round: `merge` and `split` run.
     splitting: bool,
@@ -200,7 +203,7 @@ pub const PASSES: &[Pass] = &[
     },
     Pass {
         name: "prune",
-        description: "dead tuple components and zero sums moved into branches (dead-component, sum-into-branches, const-component)",
+        description: "sums of cotangents moved into the branches that build them, constant components read as constants (sum-into-branches, const-component)",
         implements: "not in the paper",
         run: |e, r| {
             let (term, pruned) = prune::run(e, r.stats);
@@ -223,7 +226,7 @@ pub const PASSES: &[Pass] = &[
     },
     Pass {
         name: "demand",
-        description: "reals no result reads are not computed (dead-leaf), by a backward analysis through components, elements and loop accumulators",
+        description: "the parts of values no result reads, by one backward analysis through components, elements and loop accumulators: dead components of tuple bindings and of maps written in place removed, other reals not computed (dead-component, dead-element-component, dead-leaf)",
         implements: "not in the paper",
         run: |e, r| {
             let (term, changed) = demand::run(e, r.stats);

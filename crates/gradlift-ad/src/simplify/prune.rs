@@ -1,50 +1,38 @@
-//! Dead tuple components (rule `dead-component`): first-order Target →
-//! first-order Target.
+//! Sums moved into branches and constant components read as constants
+//! (rules `sum-into-branches`, `const-component`): first-order Target →
+//! first-order Target. (Dead components are removed by the demand
+//! analysis, `demand.rs`.)
 //!
-//! A gradient often binds a tuple and reads only some of its components:
-//! the reverse of an `if` returns the cotangents of everything the branch
-//! read, and a loop's right scan of state cotangents projects out only the
-//! state's. DCE removes dead `let`s but not dead components. Here, for
-//! `let x = e in b` where `b` uses `x` only as `x.i`, and for
-//! `let (p₀, …, pₖ) = e in b` with wildcards, the unused components are
-//! removed from every tail of `e` — the tuples at the ends of its `let`
-//! chains and `if` branches — and the projections renumbered. The
-//! computations that fed only those components become dead `let`s, which
-//! the next DCE removes.
-//!
-//! The same walk moves a sum of cotangents into the branches of a
-//! tuple-valued `if` (rule `sum-into-branches`): for `let x = e in b`
-//! where `b` reads `x.i` once, as `map2 (+) S x.i` on every path (not in
-//! a lambda or a branch), with `S` a variable bound outside, component `i`
-//! of every tail of `e` becomes `map2 (+) S tᵢ` and the use becomes `x.i`.
-//! Every path runs the same additions in the same order. The reverse of
-//! an `if` returns, from the branch that did not read an array, a zero
-//! array that the caller then adds to its running sum; moved into that
-//! branch, the sum of zeros is the running sum itself (rule
-//! `map2-add-zeros`, in the next round), so a loop whose step reads an
-//! array only in some branches no longer builds and adds an array of
+//! For `let x = e in b` where every tail of `e` is a tuple and `b` reads
+//! `x.i` once, as `map2 (+) S x.i` on every path (not in a lambda or a
+//! branch), with `S` a variable bound outside, component `i` of every tail
+//! of `e` becomes `map2 (+) S tᵢ` and the use becomes `x.i`
+//! (`sum-into-branches`). Every path runs the same additions in the same
+//! order. The reverse of an `if` returns, from the branch that did not
+//! read an array, a zero array that the caller then adds to its running
+//! sum; moved into that branch, the sum of zeros is the running sum itself
+//! (rule `map2-add-zeros`, in the next round), so a loop whose step reads
+//! an array only in some branches no longer builds and adds an array of
 //! zeros at every step.
 //!
 //! An array operation whose argument is a `map` or `map2` written in
-//! place, building tuples of which the operation's function reads only
-//! some components, has the map build only those (rule
-//! `dead-element-component`): the reverse of a loop over arrays builds,
-//! per element, the cotangents of everything the body read, and a
-//! consumer often needs one of them. A component that is one constant in
+//! place, building tuples one of whose components is one constant in
 //! every tail — the zero tangent of a one-hot cotangent, which forward
-//! mode pairs with each element — is read as that constant instead
-//! (`const-component`). Neither applies to a `reduce`, whose elements
-//! have its accumulator's type.
+//! mode pairs with each element — reads that constant instead
+//! (`const-component`); the component, no longer read, is then removed by
+//! `dead-element-component`. Not for a `reduce`, whose elements have its
+//! accumulator's type.
 //!
 //! Input and output: every binder has a name of its own (as after partial
 //! evaluation); no binder is added.
 
 use super::rules::{Rule, Stats};
 use super::split::param_of;
-use super::term::into_kind;
+use super::tails::{map_tails, projected, tail_arity};
+use super::term::children_mut;
 use gradlift_lang::deep::guard;
 use gradlift_lang::syntax::*;
-use gradlift_lang::{Prim, Span};
+use gradlift_lang::Prim;
 use std::sync::Arc;
 
 /// What a run of [`run`] changed.
@@ -58,8 +46,7 @@ pub(super) struct Pruned {
     pub moved_sums: bool,
 }
 
-/// Removes the dead components of tuple-valued bindings in `e` and moves
-/// sums into branches.
+/// Moves sums into branches and reads constant components as constants.
 pub(super) fn run(mut e: Expr, stats: &mut Stats) -> (Expr, Pruned) {
     let mut p = Prune {
         stats,
@@ -67,18 +54,7 @@ pub(super) fn run(mut e: Expr, stats: &mut Stats) -> (Expr, Pruned) {
         moved_sums: false,
         constants_read: false,
     };
-    // Pruning inside a body can leave fewer projections of an outer
-    // binding: a few passes reach the fixed point on gradients.
-    for _ in 0..MAX_PASSES {
-        let before = p.changed;
-        p.changed = false;
-        p.expr(&mut e);
-        let again = p.changed;
-        p.changed |= before;
-        if !again {
-            break;
-        }
-    }
+    p.expr(&mut e);
     let pruned = Pruned {
         changed: p.changed,
         moved_sums: p.moved_sums || p.constants_read,
@@ -86,46 +62,11 @@ pub(super) fn run(mut e: Expr, stats: &mut Stats) -> (Expr, Pruned) {
     (e, pruned)
 }
 
-/// The most passes over a term.
-const MAX_PASSES: usize = super::limits::LIMITS.prune_passes;
-
 struct Prune<'a> {
     stats: &'a mut Stats,
     changed: bool,
     moved_sums: bool,
     constants_read: bool,
-}
-
-/// The number of components of every tail of `e`, when every tail is a
-/// tuple literal (of the same length).
-pub(super) fn tail_arity(e: &Expr) -> Option<usize> {
-    guard(|| match &e.kind {
-        ExprKind::Tuple(es) => Some(es.len()),
-        ExprKind::Let { body, .. } => tail_arity(body),
-        ExprKind::If(_, t, f) => {
-            let k = tail_arity(t)?;
-            (tail_arity(f)? == k).then_some(k)
-        }
-        _ => None,
-    })
-}
-
-/// `e` with only the components `keep` of its tails (a single component
-/// is not a tuple).
-pub(super) fn keep_components(e: Expr, keep: &[bool]) -> Expr {
-    map_tails(e, &mut |es, span| {
-        let mut kept: Vec<Expr> = es
-            .into_iter()
-            .zip(keep)
-            .filter(|(_, k)| **k)
-            .map(|(e, _)| e)
-            .collect();
-        if kept.len() == 1 {
-            kept.pop().expect("one component")
-        } else {
-            Expr::new(ExprKind::Tuple(kept), span)
-        }
-    })
 }
 
 /// Component `i` of every tail of `e` when it is the same constant in each
@@ -162,128 +103,18 @@ fn substitute_proj(e: &mut Expr, x: &Name, i: usize, c: &Expr) {
     })
 }
 
-/// `e` with each of its tails — the tuples at the ends of its `let`
-/// chains and `if` branches — replaced by `f` of its components and span.
-fn map_tails(e: Expr, f: &mut dyn FnMut(Vec<Expr>, Span) -> Expr) -> Expr {
-    guard(|| {
-        let span = e.span;
-        match into_kind(e) {
-            ExprKind::Tuple(es) => f(es, span),
-            ExprKind::Let {
-                pat,
-                ty,
-                value,
-                body,
-            } => Expr::new(
-                ExprKind::Let {
-                    pat,
-                    ty,
-                    value,
-                    body: Box::new(map_tails(*body, f)),
-                },
-                span,
-            ),
-            ExprKind::If(c, t, e) => {
-                let t = map_tails(*t, f);
-                let e = map_tails(*e, f);
-                Expr::new(ExprKind::If(c, Box::new(t), Box::new(e)), span)
-            }
-            _ => unreachable!("tail_arity checked every tail"),
-        }
-    })
-}
-
-/// Marks the components of `x` that `e` projects; false when `e` uses `x`
-/// otherwise than by a projection.
-pub(super) fn projected(e: &Expr, x: &Name, used: &mut [bool]) -> bool {
-    guard(|| match &e.kind {
-        ExprKind::Proj(inner, i) if matches!(&inner.kind, ExprKind::Var(n) if n == x) => {
-            match used.get_mut(*i) {
-                Some(u) => {
-                    *u = true;
-                    true
-                }
-                None => false,
-            }
-        }
-        ExprKind::Var(n) => n != x,
-        _ => e.children().into_iter().all(|c| projected(c, x, used)),
-    })
-}
-
-/// The children of `e`, to rewrite in place.
-pub(super) fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
-    match &mut e.kind {
-        ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::PrimFn(_) => Vec::new(),
-        ExprKind::Prim(_, xs)
-        | ExprKind::Tuple(xs)
-        | ExprKind::ArrayLit(xs)
-        | ExprKind::Builtin(_, xs) => xs.iter_mut().collect(),
-        ExprKind::Let { value, body, .. } => vec![&mut **value, &mut **body],
-        ExprKind::Proj(x, _) | ExprKind::Index(x, _) => vec![&mut **x],
-        ExprKind::If(c, t, f) => vec![&mut **c, &mut **t, &mut **f],
-        ExprKind::Lambda(_, body) => vec![Arc::make_mut(body)],
-        ExprKind::Apply(f, xs) | ExprKind::ArrayOp(_, f, xs) => {
-            std::iter::once(&mut **f).chain(xs.iter_mut()).collect()
-        }
-    }
-}
-
-/// The new index of each kept component (`keep`), and whether one is
-/// left (a single component is not a tuple).
-pub(super) fn numbering(keep: &[bool]) -> (Vec<Option<usize>>, bool) {
-    let mut next = 0;
-    let map = keep
-        .iter()
-        .map(|k| {
-            k.then(|| {
-                next += 1;
-                next - 1
-            })
-        })
-        .collect();
-    (map, next == 1)
-}
-
-/// Reads `x.i` as component `map[i]` of the pruned `x` (`x` itself when
-/// one component is left).
-pub(super) fn renumber(e: &mut Expr, x: &Name, map: &[Option<usize>], single: bool) {
-    guard(|| {
-        if let ExprKind::Proj(inner, i) = &mut e.kind {
-            if matches!(&inner.kind, ExprKind::Var(n) if n == x) {
-                let j = map[*i].expect("a used component");
-                if single {
-                    let v = std::mem::replace(&mut **inner, Expr::synth(ExprKind::Const(0.0)));
-                    *e = v;
-                } else {
-                    *i = j;
-                }
-                return;
-            }
-        }
-        for c in children_mut(e) {
-            renumber(c, x, map, single);
-        }
-    })
-}
-
 impl Prune<'_> {
-    /// Outer bindings first: pruning a binding's tails can leave an inner
-    /// binding (in a tail) with dead components in turn.
     fn expr(&mut self, e: &mut Expr) {
         guard(|| {
             if let ExprKind::Let {
-                pat,
+                pat: Pattern::Var(x, _),
                 ty: None,
                 value,
                 body,
             } = &mut e.kind
             {
-                self.binding(pat, value, body);
-                if let Pattern::Var(x, _) = &*pat {
-                    let x = x.clone();
-                    self.sums(&x, value, body);
-                }
+                let x = x.clone();
+                self.sums(&x, value, body);
             }
             if let ExprKind::ArrayOp(op, f, args) = &mut e.kind {
                 self.in_place(*op, f, args);
@@ -294,56 +125,11 @@ impl Prune<'_> {
         })
     }
 
-    /// Prunes one binding when some component is dead.
-    fn binding(&mut self, pat: &mut Pattern, value: &mut Box<Expr>, body: &mut Box<Expr>) {
-        let Some(k) = tail_arity(value).filter(|k| *k >= 2) else {
-            return;
-        };
-        let used: Vec<bool> = match &*pat {
-            Pattern::Var(x, _) => {
-                let mut used = vec![false; k];
-                if !projected(body, x, &mut used) {
-                    return;
-                }
-                used
-            }
-            Pattern::Tuple(ps, _) if ps.len() == k => {
-                ps.iter().map(|p| !matches!(p, Pattern::Wild(_))).collect()
-            }
-            _ => return,
-        };
-        if used.iter().all(|u| *u) || !used.contains(&true) {
-            return;
-        }
-        self.stats.fire(Rule::DeadComponent);
-        self.changed = true;
-        let v = std::mem::replace(&mut **value, Expr::synth(ExprKind::Const(0.0)));
-        **value = keep_components(v, &used);
-        match pat {
-            Pattern::Var(x, _) => {
-                let (map, single) = numbering(&used);
-                renumber(body, x, &map, single);
-            }
-            Pattern::Tuple(ps, _) => {
-                let mut kept: Vec<Pattern> = std::mem::take(ps)
-                    .into_iter()
-                    .filter(|p| !matches!(p, Pattern::Wild(_)))
-                    .collect();
-                if kept.len() == 1 {
-                    *pat = kept.pop().expect("one component");
-                } else {
-                    *ps = kept;
-                }
-            }
-            _ => unreachable!("matched above"),
-        }
-    }
-
-    /// `op (…q…. C[q.i]) … (map (x. (e₀, …, eₙ)) A) …`: a `map`/`map2`
-    /// written in place as an argument, building tuples of which the
-    /// function reads only some components (by projections of its
-    /// parameter `q`), builds only those (rule `dead-element-component`).
-    fn in_place(&mut self, op: ArrayOp, f: &mut Expr, args: &mut [Expr]) {
+    /// `op (…q…. C[q.i]) … (map (x. (…, k, …)) A) …`: a `map`/`map2`
+    /// written in place as an argument, whose tuples have the constant `k`
+    /// as component `i` in every tail, has `q.i` read as `k` (rule
+    /// `const-component`).
+    fn in_place(&mut self, op: ArrayOp, f: &mut Expr, args: &[Expr]) {
         // A `reduce`'s elements have its accumulator's type: their shape
         // stays.
         if op == ArrayOp::Reduce {
@@ -352,16 +138,16 @@ impl Prune<'_> {
         let ExprKind::Lambda(params, body) = &mut f.kind else {
             return;
         };
-        for (k, arg) in args.iter_mut().enumerate() {
+        for (k, arg) in args.iter().enumerate() {
             let Some(Pattern::Var(q, _)) =
                 param_of(op, k).and_then(|j| params.get(j)).map(|p| &p.pat)
             else {
                 continue;
             };
-            let ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, g, _) = &mut arg.kind else {
+            let ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, g, _) = &arg.kind else {
                 continue;
             };
-            let ExprKind::Lambda(_, inner) = &mut g.kind else {
+            let ExprKind::Lambda(_, inner) = &g.kind else {
                 continue;
             };
             let Some(n) = tail_arity(inner).filter(|n| *n >= 2) else {
@@ -371,27 +157,14 @@ impl Prune<'_> {
             if !projected(body, q, &mut used) {
                 continue;
             }
-            // A component that is one constant in every tail (the zero
-            // tangent of a one-hot cotangent, say) is read as that constant.
-            for (i, u) in used.iter_mut().enumerate() {
-                if let Some(c) = (*u).then(|| tail_constant(inner, i)).flatten() {
+            for (i, u) in used.iter().enumerate() {
+                if let Some(c) = u.then(|| tail_constant(inner, i)).flatten() {
                     self.stats.fire(Rule::ConstComponent);
                     self.changed = true;
                     self.constants_read = true;
                     substitute_proj(Arc::make_mut(body), q, i, &c);
-                    *u = false;
                 }
             }
-            if used.iter().all(|u| *u) || !used.contains(&true) {
-                continue;
-            }
-            self.stats.fire(Rule::DeadElementComponent);
-            self.changed = true;
-            let inner = Arc::make_mut(inner);
-            let v = std::mem::replace(inner, Expr::synth(ExprKind::Const(0.0)));
-            *inner = keep_components(v, &used);
-            let (map, single) = numbering(&used);
-            renumber(Arc::make_mut(body), q, &map, single);
         }
     }
 

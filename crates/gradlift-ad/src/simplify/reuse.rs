@@ -162,7 +162,7 @@ pub(super) fn replace_first(e: &mut Expr, wanted: &Expr, by: &Expr) -> bool {
             *e = by.clone();
             return true;
         }
-        super::prune::children_mut(e)
+        super::term::children_mut(e)
             .into_iter()
             .any(|c| replace_first(c, wanted, by))
     })

@@ -43,9 +43,9 @@
 //! paper; both compute the same operations on the same operands as the
 //! stored term did.
 
-use super::prune::{children_mut, keep_components, numbering, projected, renumber, tail_arity};
 use super::rules::{Rule, Stats};
-use super::term::var;
+use super::tails::{keep_components, numbering, projected, renumber, tail_arity};
+use super::term::{children_mut, var};
 use gradlift_lang::deep::guard;
 use gradlift_lang::syntax::*;
 use std::sync::Arc;

@@ -254,3 +254,21 @@ pub(super) fn len_plus(x: Name, offset: i64) -> Expr {
         }
     }
 }
+
+/// The children of `e`, to rewrite in place.
+pub(super) fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
+    match &mut e.kind {
+        ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::PrimFn(_) => Vec::new(),
+        ExprKind::Prim(_, xs)
+        | ExprKind::Tuple(xs)
+        | ExprKind::ArrayLit(xs)
+        | ExprKind::Builtin(_, xs) => xs.iter_mut().collect(),
+        ExprKind::Let { value, body, .. } => vec![&mut **value, &mut **body],
+        ExprKind::Proj(x, _) | ExprKind::Index(x, _) => vec![&mut **x],
+        ExprKind::If(c, t, f) => vec![&mut **c, &mut **t, &mut **f],
+        ExprKind::Lambda(_, body) => vec![Arc::make_mut(body)],
+        ExprKind::Apply(f, xs) | ExprKind::ArrayOp(_, f, xs) => {
+            std::iter::once(&mut **f).chain(xs.iter_mut()).collect()
+        }
+    }
+}
