@@ -713,6 +713,35 @@ fn a_sibling_map_becomes_a_component_of_the_stored_one() {
 }
 
 #[test]
+fn a_component_read_only_where_nothing_is_demanded_is_removed_in_one_pass() {
+    // `x.1` is read only by the accumulator's second component, which no
+    // result reads: the one liveness analysis finds `x.1` undemanded, so
+    // the first `demand` pass removes the component (and `sin`) and zeroes
+    // the product that read it.
+    let input = "let x = (if c > 0 then (a * b, sin(a)) else (a, b)) in \
+                 let s = foldl (acc, e. (acc.0 + e, acc.1 * x.1)) (0, 1) A in \
+                 s.0 + x.0";
+    let (after, report) =
+        gradlift_ad::simplify::run(&term(input), &Options::default(), &[], None, Some("demand"))
+            .unwrap();
+    assert_eq!(report.stats.count(Rule::DeadComponent), 1, "{after}");
+    assert_eq!(count_prim(&after, Prim::Sin), 0, "{after}");
+    let (out, stats) = simp(&term(input));
+    assert!(stats.count(Rule::DeadComponent) >= 1, "fired: {stats}");
+    assert_eq!(count_prim(&out, Prim::Sin), 0, "{out}");
+    let types = typed(&[("a", "R"), ("b", "R"), ("c", "R"), ("A", "[R; n]")]);
+    for c in [1.0, -1.0] {
+        let vals = values(&[
+            ("a", Value::Real(0.5)),
+            ("b", Value::Real(-2.0)),
+            ("c", Value::Real(c)),
+            ("A", Value::reals(&[1.0, 2.0, 4.0])),
+        ]);
+        assert_same_meaning(&term(input), &out, &types, &["n"], &vals);
+    }
+}
+
+#[test]
 fn a_merged_map_is_read_through_a_lambda_that_shadows_nothing() {
     // The uses of `H` read `map (g. g.0) H` once `D` is merged into it:
     // inside a lambda binding `g` itself, that parameter must be another
