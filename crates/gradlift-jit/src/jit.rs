@@ -468,8 +468,6 @@ fn zeroed_words(n: u64) -> Option<Vec<u64>> {
     Some(unsafe { Vec::from_raw_parts(ptr, n, n) })
 }
 
-impl Workspace {}
-
 /// A compiled function. `Send + Sync`: calls from several threads each
 /// take their own workspace from a pool.
 pub struct Compiled {
