@@ -36,6 +36,21 @@
 //!   single moves, (1,0,0,0) + the cost of the array; `len(A)` likewise.
 //! - A size variable used as a real costs as a variable.
 //!
+//! Beside the four counts of the paper, a cost carries the **bytes read
+//! and written** in arrays (the second field of [`Cost`], not part of the
+//! theorem's totals), a model of memory traffic for the decisions that
+//! trade it against arithmetic (the simplifier's `remat.rs`) and for
+//! `gradlift cost`. Every array operation and built-in reads its array
+//! arguments once and writes the arrays of its result once (8 bytes per
+//! real; a map's elements that are arrays are written by the body that
+//! builds them, a fold's state by its step); indexing reads the element; `take`, `drop` and `len` are views
+//! and move nothing; a function body's traffic counts once per element,
+//! as its operations do. This is the traffic of the term as written: the
+//! native backend fuses some loops (a fold reading a map computes the
+//! elements in its loop), so it is an upper bound on what the generated
+//! code moves. A checkpointed `revfold` reads its arrays once per pass and
+//! its snapshots are not counted.
+//!
 //! NAO counts nesting: `NAO(c) = NAO(x) = 0`, the maximum over subterms
 //! for every other construct, and `max(1 + NAO(body), NAO(arguments))`
 //! for every array operation with a function argument.
@@ -137,29 +152,83 @@ impl fmt::Display for Poly {
     }
 }
 
-/// (MOVES, ADDS, MULTS, NLOPS).
+/// (MOVES, ADDS, MULTS, NLOPS), and the bytes (read, written) in arrays.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Cost(pub [Poly; 4]);
+pub struct Cost(pub [Poly; 4], pub [Poly; 2]);
 
 impl Cost {
-    /// A constant cost.
+    /// A constant cost that moves no array memory.
     pub fn of(moves: f64, adds: f64, mults: f64, nlops: f64) -> Cost {
-        Cost([moves, adds, mults, nlops].map(Poly::constant))
+        Cost(
+            [moves, adds, mults, nlops].map(Poly::constant),
+            Default::default(),
+        )
+    }
+
+    /// Bytes read and written, and no operation.
+    pub fn traffic(read: Poly, written: Poly) -> Cost {
+        Cost(Default::default(), [read, written])
     }
 
     /// `self + other`.
     pub fn plus(&self, other: &Cost) -> Cost {
-        Cost(std::array::from_fn(|i| self.0[i].plus(&other.0[i])))
+        Cost(
+            std::array::from_fn(|i| self.0[i].plus(&other.0[i])),
+            std::array::from_fn(|i| self.1[i].plus(&other.1[i])),
+        )
     }
 
     /// `n · self`.
     pub fn scaled(&self, n: &Poly) -> Cost {
-        Cost(std::array::from_fn(|i| self.0[i].times(n)))
+        Cost(
+            std::array::from_fn(|i| self.0[i].times(n)),
+            std::array::from_fn(|i| self.1[i].times(n)),
+        )
     }
 
-    /// The components at the given sizes.
+    /// The four counts of Figure 11 at the given sizes.
     pub fn eval(&self, sizes: &HashMap<Name, f64>) -> [f64; 4] {
         std::array::from_fn(|i| self.0[i].eval(sizes))
+    }
+
+    /// The bytes (read, written) in arrays at the given sizes.
+    pub fn bytes(&self, sizes: &HashMap<Name, f64>) -> [f64; 2] {
+        std::array::from_fn(|i| self.1[i].eval(sizes))
+    }
+}
+
+/// The bytes of the arrays in a value of type `t` (a real held alone is
+/// not in memory).
+fn array_bytes(t: &Type) -> Poly {
+    match t {
+        Type::Array(elem, n) => Poly::size(n).times(&element_bytes(elem)),
+        Type::Tuple(ts) => ts
+            .iter()
+            .fold(Poly::default(), |a, t| a.plus(&array_bytes(t))),
+        Type::Real | Type::Bool | Type::Fun(..) => Poly::default(),
+    }
+}
+
+/// The bytes of the reals of `t` outside any array of it.
+fn real_bytes(t: &Type) -> Poly {
+    match t {
+        Type::Real | Type::Bool => Poly::constant(8.0),
+        Type::Tuple(ts) => ts
+            .iter()
+            .fold(Poly::default(), |a, t| a.plus(&real_bytes(t))),
+        Type::Array(..) | Type::Fun(..) => Poly::default(),
+    }
+}
+
+/// The bytes of one element of type `t` in an array.
+fn element_bytes(t: &Type) -> Poly {
+    match t {
+        Type::Real | Type::Bool => Poly::constant(8.0),
+        Type::Array(elem, n) => Poly::size(n).times(&element_bytes(elem)),
+        Type::Tuple(ts) => ts
+            .iter()
+            .fold(Poly::default(), |a, t| a.plus(&element_bytes(t))),
+        Type::Fun(..) => Poly::default(),
     }
 }
 
@@ -220,7 +289,63 @@ impl Coster {
     }
 
     fn cost(&mut self, e: &Expr) -> Result<Cost, CostError> {
-        gradlift_lang::deep::guard(|| self.cost_inner(e))
+        gradlift_lang::deep::guard(|| {
+            let c = self.cost_inner(e)?;
+            Ok(c.plus(&self.traffic(e)?))
+        })
+    }
+
+    /// The bytes `e` itself reads and writes in arrays (its subterms'
+    /// are counted where they are costed).
+    fn traffic(&mut self, e: &Expr) -> Result<Cost, CostError> {
+        let ill = |e: gradlift_lang::TypeError| CostError(format!("an ill-typed term ({e})"));
+        let arrays = |c: &mut Self, args: &[Expr]| -> Result<Poly, CostError> {
+            let mut total = Poly::default();
+            // A `revfold`'s step is an argument; it is not data.
+            for a in args
+                .iter()
+                .filter(|a| !matches!(a.kind, ExprKind::Lambda(..)))
+            {
+                total = total.plus(&array_bytes(&c.typer.infer(a).map_err(ill)?));
+            }
+            Ok(total)
+        };
+        Ok(match &e.kind {
+            ExprKind::Index(..) => {
+                let elem = self.typer.infer(e).map_err(ill)?;
+                Cost::traffic(element_bytes(&elem), Poly::default())
+            }
+            ExprKind::ArrayLit(_) => Cost::traffic(
+                Poly::default(),
+                array_bytes(&self.typer.infer(e).map_err(ill)?),
+            ),
+            ExprKind::Builtin(Builtin::Len | Builtin::Take | Builtin::Drop, _) => Cost::default(),
+            ExprKind::Builtin(_, args) => {
+                let read = arrays(self, args)?;
+                Cost::traffic(read, array_bytes(&self.typer.infer(e).map_err(ill)?))
+            }
+            ExprKind::ArrayOp(op, _, args) => {
+                let passes = match op {
+                    ArrayOp::Revfold(_) => 3.0,
+                    _ => 1.0,
+                };
+                let read = arrays(self, args)?.times(&Poly::constant(passes));
+                // A map or scan writes the reals of each element; arrays in
+                // an element are written by the body that builds them, and
+                // a fold's state by its step.
+                let written = match op {
+                    ArrayOp::Map | ArrayOp::Map2 | ArrayOp::Scanl | ArrayOp::Scanr => {
+                        match self.typer.infer(e).map_err(ill)? {
+                            Type::Array(elem, n) => Poly::size(&n).times(&real_bytes(&elem)),
+                            _ => Poly::default(),
+                        }
+                    }
+                    _ => Poly::default(),
+                };
+                Cost::traffic(read, written)
+            }
+            _ => Cost::default(),
+        })
     }
 
     fn cost_inner(&mut self, e: &Expr) -> Result<Cost, CostError> {
@@ -252,15 +377,19 @@ impl Coster {
             }
             ExprKind::If(c, t, f) => {
                 let (ct, cf) = (self.cost(t)?, self.cost(f)?);
-                let worst = Cost(std::array::from_fn(|i| {
-                    // The componentwise maximum, per monomial.
-                    let mut m = ct.0[i].clone();
-                    for (k, v) in &cf.0[i].terms {
+                // The componentwise maximum, per monomial.
+                let max = |a: &Poly, b: &Poly| {
+                    let mut m = a.clone();
+                    for (k, v) in &b.terms {
                         let e = m.terms.entry(k.clone()).or_insert(*v);
                         *e = e.max(*v);
                     }
                     m
-                }));
+                };
+                let worst = Cost(
+                    std::array::from_fn(|i| max(&ct.0[i], &cf.0[i])),
+                    std::array::from_fn(|i| max(&ct.1[i], &cf.1[i])),
+                );
                 self.cost(c)?.plus(&worst)
             }
             ExprKind::ArrayLit(es) => Cost::of(es.len() as f64, 0.0, 0.0, 0.0).plus(&self.all(es)?),
@@ -270,8 +399,11 @@ impl Coster {
                 Builtin::Concat => self.builtin_moves(e)?.plus(&self.all(args)?),
                 Builtin::Shift1L | Builtin::Shift1R => {
                     let n = self.length(&args[0])?;
-                    Cost([n, Poly::default(), Poly::default(), Poly::default()])
-                        .plus(&self.cost(&args[0])?)
+                    Cost(
+                        [n, Poly::default(), Poly::default(), Poly::default()],
+                        Default::default(),
+                    )
+                    .plus(&self.cost(&args[0])?)
                 }
                 Builtin::Len => one_move.plus(&self.cost(&args[0])?),
                 Builtin::Take | Builtin::Drop => one_move.plus(&self.cost(&args[1])?),
@@ -377,7 +509,10 @@ impl Coster {
     /// One move per element of the array `e` builds.
     fn builtin_moves(&mut self, e: &Expr) -> Result<Cost, CostError> {
         let n = self.length(e)?;
-        Ok(Cost([n, Poly::default(), Poly::default(), Poly::default()]))
+        Ok(Cost(
+            [n, Poly::default(), Poly::default(), Poly::default()],
+            Default::default(),
+        ))
     }
 }
 
@@ -489,6 +624,11 @@ mod tests {
     use gradlift_lang::parse_expr;
 
     fn at(e: &str, vars: &[(&str, &str)], sizes: &[(&str, f64)]) -> [f64; 4] {
+        full(e, vars, sizes).0
+    }
+
+    /// The four counts and the bytes (read, written).
+    fn full(e: &str, vars: &[(&str, &str)], sizes: &[(&str, f64)]) -> ([f64; 4], [f64; 2]) {
         let vars: Vec<(Name, Type)> = vars
             .iter()
             .map(|(n, t)| (Name::from(*n), gradlift_lang::parse_type(t).unwrap()))
@@ -496,7 +636,34 @@ mod tests {
         let size_vars: Vec<Name> = sizes.iter().map(|(n, _)| Name::from(*n)).collect();
         let c = cost(&vars, &size_vars, &parse_expr(e).unwrap()).unwrap();
         let sizes: HashMap<Name, f64> = sizes.iter().map(|(n, v)| (Name::from(*n), *v)).collect();
-        c.eval(&sizes)
+        (c.eval(&sizes), c.bytes(&sizes))
+    }
+
+    #[test]
+    fn bytes_read_and_written_in_arrays() {
+        let vars = [("A", "[R; n]"), ("B", "[R; n]"), ("P", "[(R, R); n]")];
+        let n = &[("n", 10.0)];
+        let bytes = |e: &str| full(e, &vars, n).1;
+        // Reads two arrays of 10 reals, writes one.
+        assert_eq!(bytes("map2 (x, y. x * y) A B"), [160.0, 80.0]);
+        // The fold reads what the map wrote, and writes nothing.
+        assert_eq!(
+            bytes("reduce (a, b. a + b) 0 (map2 (x, y. x * y) A B)"),
+            [240.0, 80.0]
+        );
+        // A pair is two reals; a component projected in the body is no traffic.
+        assert_eq!(bytes("map (p. p.0) P"), [160.0, 80.0]);
+        // Indexing reads one element; views move nothing.
+        assert_eq!(bytes("A[3]"), [8.0, 0.0]);
+        assert_eq!(bytes("take(2, A)"), [0.0, 0.0]);
+        // Built-ins read their arrays and write their result.
+        assert_eq!(bytes("concat(A, B)"), [160.0, 160.0]);
+        assert_eq!(bytes("iota(n)"), [0.0, 80.0]);
+        // A body's traffic counts per element: each of the 10 rows reads
+        // `B` and writes its 10 reals, which the outer map does not write
+        // again.
+        let m = full("map (x. map (y. x * y) B) A", &vars, n).1;
+        assert_eq!(m, [80.0 + 10.0 * 80.0, 10.0 * 80.0]);
     }
 
     #[test]

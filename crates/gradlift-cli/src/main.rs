@@ -88,8 +88,11 @@ enum Command {
     /// total, p = NAO(e), the bound 4·3^p of Theorem 5.4, and whether the
     /// total ratio is within it. Writing out the zero gradient of a
     /// parameter nothing flows into is output, not work: it is reported
-    /// apart and not counted (docs/cost-model.md). With --json, one object {"primal": {…},
-    /// "gradient": {…}, "nao": p, "bound": b, "ratio": r, "holds": bool}.
+    /// apart and not counted (docs/cost-model.md). Below the totals, the
+    /// bytes each term reads and writes in arrays (a model of memory
+    /// traffic, not part of the bound). With --json, one object {"primal": {…},
+    /// "gradient": {…}, "nao": p, "bound": b, "ratio": r, "holds": bool,
+    /// "primal_bytes": {"read": …, "written": …}, "gradient_bytes": {…}}.
     #[command(after_help = concat!(
         "Examples:\n",
         "  gradlift cost examples/dot.grad --sizes n=1000\n",
@@ -845,6 +848,7 @@ fn cost(a: CostArgs) -> Result<(), String> {
     let p = nao(&closed.body);
     let bound = 4.0 * 3f64.powi(p as i32);
     let (pv, gv) = (primal.eval(&sizes), gradient.eval(&sizes));
+    let (pb, gb) = (primal.bytes(&sizes), gradient.bytes(&sizes));
     let (pt, gt): (f64, f64) = (pv.iter().sum(), gv.iter().sum());
     let ratio = gt / pt;
     let holds = gt <= bound * pt;
@@ -858,10 +862,13 @@ fn cost(a: CostArgs) -> Result<(), String> {
                 .collect();
             serde_json::Value::Object(m)
         };
+        let bytes =
+            |[read, written]: [f64; 2]| serde_json::json!({"read": read, "written": written});
         println!(
             "{}",
             serde_json::json!({
-                "primal": obj(pv), "gradient": obj(gv), "nao": p, "bound": bound, "ratio": ratio, "holds": holds
+                "primal": obj(pv), "gradient": obj(gv), "nao": p, "bound": bound, "ratio": ratio, "holds": holds,
+                "primal_bytes": bytes(pb), "gradient_bytes": bytes(gb)
             })
         );
         return Ok(());
@@ -879,6 +886,14 @@ fn cost(a: CostArgs) -> Result<(), String> {
         println!("{:<8} {:>14} {:>14} {:>8}", n, pv[i], gv[i], r);
     }
     println!("{:<8} {:>14} {:>14} {:>8.2}", "total", pt, gt, ratio);
+    for (i, n) in ["read B", "written B"].iter().enumerate() {
+        let r = if pb[i] == 0.0 {
+            "-".to_string()
+        } else {
+            format!("{:.2}", gb[i] / pb[i])
+        };
+        println!("{:<8} {:>14} {:>14} {:>8}", n, pb[i], gb[i], r);
+    }
     if zeros_cost > 0.0 {
         println!(
             "(not counted: {zeros_cost} moves writing the zero gradients of parameters nothing flows into)"

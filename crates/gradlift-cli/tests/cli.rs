@@ -566,7 +566,7 @@ fn cost_json_has_exactly_the_documented_fields() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         stdout(&out).trim(),
-        r#"{"primal":{"moves":143.0,"adds":10.0,"mults":10.0,"nlops":0.0},"gradient":{"moves":145.0,"adds":10.0,"mults":10.0,"nlops":0.0},"nao":1,"bound":12.0,"ratio":1.0122699386503067,"holds":true}"#
+        r#"{"primal":{"moves":143.0,"adds":10.0,"mults":10.0,"nlops":0.0},"gradient":{"moves":145.0,"adds":10.0,"mults":10.0,"nlops":0.0},"nao":1,"bound":12.0,"ratio":1.0122699386503067,"holds":true,"primal_bytes":{"read":240.0,"written":80.0},"gradient_bytes":{"read":240.0,"written":80.0}}"#
     );
     let out = gradlift(&["cost", DOT, "--sizes", "m=10"]);
     let first = failure(&out, "error: ");

@@ -32,6 +32,7 @@
 //! inline forward through an environment of pending values.
 
 use super::names::*;
+use super::remat::Recompute;
 use super::rules::{Rule, Stats};
 use super::term::*;
 use gradlift_lang::deep::guard;
@@ -199,11 +200,11 @@ fn is_size(e: &Expr, depth: u32) -> bool {
     }
 }
 
-/// Whether `e` is `map (x. b) V` for a variable `V`, `b` at most
-/// [`MAX_CHEAP_MAP_OPS`] additions, subtractions, multiplications,
-/// divisions and negations of `x`, constants, variables and projections
-/// of those: a scaled cotangent (`map (ζ. h * ζ) g`), a component of an
-/// array of tuples (`map (g. g.1) P`). Such a map is substituted at every use
+/// Whether `e` is `map (x. b) V` for a variable `V`, `b` primitives of
+/// `x`, constants, variables and projections of those that are cheaper
+/// to recompute than to store ([`Recompute`]): a scaled cotangent
+/// (`map (ζ. h * ζ) g`), a component of an array of tuples (`map (g. g.1)
+/// P`). Such a map is substituted at every use
 /// (rule `inline-cheap-map`), like a range: a loop reading it computes
 /// each element from `V`'s — the same operations on the same operands,
 /// reading one array as it would have read the stored one — and the array
@@ -224,23 +225,18 @@ fn is_cheap_map(e: &Expr) -> bool {
     let ([v], ExprKind::Lambda(ps, body)) = (&args[..], &f.kind) else {
         return false;
     };
-    let ops = &mut 0;
-    matches!(v.kind, ExprKind::Var(_)) && ps.len() == 1 && arithmetic(body, ops)
+    let budget = &mut Recompute::element();
+    matches!(v.kind, ExprKind::Var(_)) && ps.len() == 1 && recomputable(body, budget)
 }
 
-const MAX_CHEAP_MAP_OPS: u32 = super::limits::LIMITS.cheap_map_ops;
-
-/// Whether `e` is at most [`MAX_CHEAP_MAP_OPS`] arithmetic operations on
-/// constants and variables.
-fn arithmetic(e: &Expr, ops: &mut u32) -> bool {
+/// Whether `e`, primitives on constants, variables and their components,
+/// fits the `budget`.
+fn recomputable(e: &Expr, budget: &mut Recompute) -> bool {
     match &e.kind {
         ExprKind::Const(_) | ExprKind::Var(_) => true,
         // A component of the element: read, not computed.
-        ExprKind::Proj(x, _) => arithmetic(x, ops),
-        ExprKind::Prim(Prim::Add | Prim::Sub | Prim::Mul | Prim::Div | Prim::Neg, xs) => {
-            *ops += 1;
-            *ops <= MAX_CHEAP_MAP_OPS && xs.iter().all(|x| arithmetic(x, ops))
-        }
+        ExprKind::Proj(x, _) => recomputable(x, budget),
+        ExprKind::Prim(p, xs) => budget.spend(*p) && xs.iter().all(|x| recomputable(x, budget)),
         _ => false,
     }
 }
@@ -248,7 +244,8 @@ fn arithmetic(e: &Expr, ops: &mut u32) -> bool {
 const MAX_RANGE_MAP_NODES: u32 = super::limits::LIMITS.range_map_nodes;
 
 /// Whether `e` is built from at most [`MAX_RANGE_MAP_NODES`] constants,
-/// variables, primitives and `if`s: it cannot fail.
+/// variables, `cheap` primitives (the column [`Recompute`] reads: a
+/// library call is not repeated at each use) and `if`s: it cannot fail.
 fn cheap(e: &Expr, nodes: &mut u32) -> bool {
     *nodes += 1;
     if *nodes > MAX_RANGE_MAP_NODES {
@@ -256,7 +253,7 @@ fn cheap(e: &Expr, nodes: &mut u32) -> bool {
     }
     match &e.kind {
         ExprKind::Const(_) | ExprKind::Var(_) => true,
-        ExprKind::Prim(_, xs) => xs.iter().all(|x| cheap(x, nodes)),
+        ExprKind::Prim(p, xs) => p.info().cheap && xs.iter().all(|x| cheap(x, nodes)),
         ExprKind::If(c, t, f) => cheap(c, nodes) && cheap(t, nodes) && cheap(f, nodes),
         _ => false,
     }

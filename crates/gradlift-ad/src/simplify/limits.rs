@@ -13,19 +13,18 @@ pub struct Limits {
     /// stay bound, so that inlining never builds a term deeper than this
     /// times the original).
     pub inline_height: u32,
-    /// `dce` (`inline-cheap-map`): the most arithmetic operations in the
-    /// body of a map of a variable that is substituted at each use rather
-    /// than stored (recomputing it costs no more than reading it).
-    pub cheap_map_ops: u32,
+    /// `remat` (store or recompute, read by `inline-cheap-map`,
+    /// `derived-component` and `rebuilt-component`): the price of storing
+    /// a real and reading it back, in the cost model's operations (ADDS +
+    /// MULTS + NLOPS); an element of cheap primitives within it is
+    /// recomputed where it is read rather than stored.
+    pub recompute_ops: u32,
     /// `dce` (`inline-iota`): the most nodes in the body of a map of a
     /// range that is substituted at its uses.
     pub range_map_nodes: u32,
     /// `pe` (`map2-arg-fusion`, `zero-split`): the most nodes of a function
     /// evaluated twice, once per branch.
     pub split_nodes: usize,
-    /// `split` (`derived-component`): the most primitive operations in a
-    /// component recomputed from another rather than stored.
-    pub derived_ops: u32,
     /// `merge`: how many bindings after a map are searched for maps to
     /// merge into it.
     pub merge_lookahead: usize,
@@ -41,10 +40,9 @@ pub struct Limits {
 pub const LIMITS: Limits = Limits {
     rounds: 5,
     inline_height: 10,
-    cheap_map_ops: 2,
+    recompute_ops: 2,
     range_map_nodes: 12,
     split_nodes: 64,
-    derived_ops: 2,
     merge_lookahead: 64,
     demand_work_per_node: 16,
     demand_min_work: 100_000,

@@ -58,6 +58,7 @@ mod merge;
 mod names;
 mod pe;
 mod prune;
+mod remat;
 mod reuse;
 mod rewrite;
 mod rules;

@@ -31,8 +31,8 @@
 //! respect to `a` and `v`), `P` keeps `x` alone and each consumer reading
 //! `.0` computes `-1.0 * x` itself — the same operation on the same
 //! operand, so the same bits — which halves what `P` writes and each
-//! consumer reads. A component is derived when it is built by at most
-//! [`MAX_DERIVED_OPS`] primitive operations from constants, variables
+//! consumer reads. A component is derived when it is built by primitives
+//! cheaper to recompute than to store (`remat.rs`) from constants, variables
 //! bound outside the map, and at least one other component that is a
 //! variable. Likewise an array component `map (a. E) W` — `W` bound outside
 //! the map, `E` a few operations on `a` and reals of the element — is
@@ -43,6 +43,7 @@
 //! paper; both compute the same operations on the same operands as the
 //! stored term did.
 
+use super::remat::Recompute;
 use super::rules::{Rule, Stats};
 use super::tails::{keep_components, numbering, projected, renumber, tail_arity};
 use super::term::{children_mut, var};
@@ -230,9 +231,6 @@ fn split(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
     true
 }
 
-/// The most primitive operations in a derived component.
-pub const MAX_DERIVED_OPS: u32 = super::limits::LIMITS.derived_ops;
-
 /// What [`narrow`] and [`rebuild`] need of `let P = map (… . e) A⃗ in
 /// body`: `e`'s tuple (one tail, at the end of its `let`s), the names
 /// bound in the map (its parameters and `e`'s binders) and, among them,
@@ -337,8 +335,7 @@ fn narrow(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
     // only a constant would become a `Fill`, whose structural zeros the
     // array rules drop where the stored numbers were opaque.
     let Some((i, derived)) = (0..arity).find_map(|i| {
-        let mut ops = 0;
-        let d = derived_from(&es[i], i, es, &inner, &mut ops)?;
+        let d = derived_from(&es[i], i, es, &inner, &mut Recompute::element())?;
         reads_elem(&d).then_some((i, d))
     }) else {
         return false;
@@ -357,7 +354,7 @@ fn narrow(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
 }
 
 /// Replaces one component of `P`'s elements that is `map (a. E) W` —
-/// `W` bound outside the map, `E` at most [`MAX_DERIVED_OPS`] primitives
+/// `W` bound outside the map, `E` primitives within [`Recompute`]'s budget
 /// over `a`, constants, variables bound outside and at most two reals
 /// bound in the body — by those reals: each consumer reading it rebuilds
 /// the map from them where it reads it (rule `rebuilt-component`). The
@@ -431,8 +428,14 @@ fn rebuild(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
             return None;
         };
         let mut scalars: Vec<Name> = Vec::new();
-        let mut ops = 0;
-        let e = over_scalars(e, a, &inner, &reals, &mut scalars, &mut ops)?;
+        let e = over_scalars(
+            e,
+            a,
+            &inner,
+            &reals,
+            &mut scalars,
+            &mut Recompute::element(),
+        )?;
         (!scalars.is_empty() && scalars.len() <= 2).then(|| {
             let g = Expr::synth(ExprKind::Lambda(ps.clone(), Arc::new(e)));
             let map = Expr::synth(ExprKind::ArrayOp(ArrayOp::Map, Box::new(g), vec![w]));
@@ -545,8 +548,8 @@ fn zip(x: Expr, y: Expr) -> Expr {
     ))
 }
 
-/// `e` (the body of `map (a. e) W`) when it is at most [`MAX_DERIVED_OPS`]
-/// primitives over `a`, constants, variables not in `inner`, and variables
+/// `e` (the body of `map (a. e) W`) when it is primitives within
+/// [`Recompute`]'s budget over `a`, constants, variables not in `inner`, and variables
 /// in `reals` (collected into `scalars`, which the consumers will read as
 /// components of their element, see [`rename_scalar`]).
 fn over_scalars(
@@ -555,7 +558,7 @@ fn over_scalars(
     inner: &[Name],
     reals: &[Name],
     scalars: &mut Vec<Name>,
-    ops: &mut u32,
+    budget: &mut Recompute,
 ) -> Option<Expr> {
     match &e.kind {
         ExprKind::Const(c) => Some(Expr::synth(ExprKind::Const(*c))),
@@ -566,11 +569,10 @@ fn over_scalars(
             }
             Some(e.clone())
         }
-        ExprKind::Prim(p, args) if *ops < MAX_DERIVED_OPS => {
-            *ops += 1;
+        ExprKind::Prim(p, args) if budget.spend(*p) => {
             let args = args
                 .iter()
-                .map(|x| over_scalars(x, a, inner, reals, scalars, ops))
+                .map(|x| over_scalars(x, a, inner, reals, scalars, budget))
                 .collect::<Option<Vec<_>>>()?;
             Some(Expr::synth(ExprKind::Prim(*p, args)))
         }
@@ -610,9 +612,15 @@ pub(super) fn binders(e: &Expr, out: &mut Vec<Name>) {
 
 /// Component `i` (`e`) as a term over `ELEM.j` (written with the
 /// placeholder variable [`ELEM`]) when it is derived: built by at most
-/// [`MAX_DERIVED_OPS`] primitives from constants, variables not in
+/// primitives within [`Recompute`]'s budget from constants, variables not in
 /// `inner`, and variables that are another component `j` of `es`.
-fn derived_from(e: &Expr, i: usize, es: &[Expr], inner: &[Name], ops: &mut u32) -> Option<Expr> {
+fn derived_from(
+    e: &Expr,
+    i: usize,
+    es: &[Expr],
+    inner: &[Name],
+    budget: &mut Recompute,
+) -> Option<Expr> {
     match &e.kind {
         // Not structural where it is read: a stored zero was an ordinary
         // number to its consumers, and `0ₛ * inf ⇝ 0` must not start to
@@ -632,11 +640,10 @@ fn derived_from(e: &Expr, i: usize, es: &[Expr], inner: &[Name], ops: &mut u32) 
                 None => None,
             }
         }
-        ExprKind::Prim(p, args) if *ops < MAX_DERIVED_OPS => {
-            *ops += 1;
+        ExprKind::Prim(p, args) if budget.spend(*p) => {
             let args = args
                 .iter()
-                .map(|a| derived_from(a, i, es, inner, ops))
+                .map(|a| derived_from(a, i, es, inner, budget))
                 .collect::<Option<Vec<_>>>()?;
             Some(Expr::synth(ExprKind::Prim(*p, args)))
         }
