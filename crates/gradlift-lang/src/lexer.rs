@@ -58,6 +58,7 @@ pub const KEYWORDS: &[&str] = &[
     "not",
     "fst",
     "snd",
+    "zip",
     "map",
     "map2",
     "reduce",

@@ -24,6 +24,7 @@ pub mod printer;
 pub mod schedule;
 pub mod scope;
 pub mod span;
+pub mod sugar;
 pub mod suggest;
 pub mod syntax;
 #[cfg(feature = "testing")]

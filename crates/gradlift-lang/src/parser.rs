@@ -648,6 +648,20 @@ impl Parser {
                 }
                 args.push(self.argument("an argument")?);
             }
+            if op == ArrayOp::Map {
+                // `map F A B C`: over several arrays at once.
+                while self.starts_atom() {
+                    args.push(self.argument("an argument")?);
+                }
+                let span = start.to(self.prev_span());
+                let fspan = f.span;
+                return crate::sugar::map_n(f, args, span).map_err(|message| {
+                    SyntaxError::Invalid {
+                        message,
+                        span: fspan,
+                    }
+                });
+            }
             let span = start.to(self.prev_span());
             return Ok(Expr::new(ExprKind::ArrayOp(op, Box::new(f), args), span));
         }
@@ -755,7 +769,15 @@ impl Parser {
                 !is_keyword(s)
                     || matches!(
                         s.as_str(),
-                        "inf" | "nan" | "len" | "iota" | "replicate" | "concat" | "take" | "drop"
+                        "inf"
+                            | "nan"
+                            | "len"
+                            | "iota"
+                            | "replicate"
+                            | "concat"
+                            | "take"
+                            | "drop"
+                            | "zip"
                     )
             }
             _ => false,
@@ -917,6 +939,21 @@ impl Parser {
             "drop" => Some(Builtin::Drop),
             _ => None,
         };
+        if s == "zip" {
+            self.bump();
+            if !self.is_punct("(") {
+                return self.expected("`(` after `zip`");
+            }
+            let args = self.call_args()?;
+            let span = start.to(self.prev_span());
+            if args.len() < 2 {
+                return Err(SyntaxError::Invalid {
+                    message: format!("`zip` takes two arrays or more, found {}", args.len()),
+                    span,
+                });
+            }
+            return Ok(crate::sugar::zip(args, span));
+        }
         if let Some(b) = builtin {
             self.bump();
             if !self.is_punct("(") {
@@ -941,8 +978,13 @@ impl Parser {
         self.bump();
         if let Some(p) = Prim::from_call_name(s) {
             if self.is_punct("(") && !self.token().spaced {
-                let args = self.call_args()?;
+                let mut args = self.call_args()?;
                 let span = start.to(self.prev_span());
+                if matches!(p, Prim::Max | Prim::Min) && args.len() == 1 {
+                    // `max(A)`: the greatest element.
+                    let array = args.pop().expect("one argument");
+                    return Ok(crate::sugar::extremum(p, array, span));
+                }
                 if args.len() != p.info().arity {
                     return Err(arity_error(s, p.info().arity, args.len(), span));
                 }

@@ -127,7 +127,8 @@ impl CheckedModule {
 }
 
 /// Type-checks every definition of `module`.
-pub fn check_module(mut module: Module) -> TResult<CheckedModule> {
+pub fn check_module(module: Module) -> TResult<CheckedModule> {
+    let mut module = crate::sugar::with_library(module);
     distinct_call_spans(&mut module);
     let mut sigs: Vec<Signature> = Vec::new();
     let mut calls = Vec::new();
@@ -1046,7 +1047,7 @@ impl Checker<'_> {
                 if n1 != n2 {
                     return invalid(
                         format!(
-                            "`map2` needs arrays of the same size, found sizes `{n1}` and `{n2}`"
+                            "the arrays of a `map2` (or of a `map` over several) must have the same size, found sizes `{n1}` and `{n2}`"
                         ),
                         span,
                     );

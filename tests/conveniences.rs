@@ -1,0 +1,135 @@
+//! The conveniences of `gradlift_lang::sugar`: `map` over several arrays,
+//! `zip`, `max(A)` and `min(A)`, and the library definitions `sum` and
+//! `logsumexp`. Each program goes through every engine (the interpreter,
+//! native code, both routes of reverse mode, finite differences: the
+//! `pipeline` oracle) and its values are checked against numbers computed
+//! by hand.
+
+mod support;
+
+use gradlift::{Jit, Program, Value};
+use support::pipeline_oracle::check_program;
+
+fn three() -> Vec<Value> {
+    vec![
+        Value::reals(&[1.0, 2.0, 3.0]),
+        Value::reals(&[4.0, 5.0, 6.0]),
+        Value::reals(&[0.1, 0.2, 0.3]),
+    ]
+}
+
+fn value(text: &str, args: &[Value]) -> f64 {
+    let program = Program::parse("t.grad", text).unwrap_or_else(|e| panic!("{e}"));
+    let f = program.last_function().unwrap();
+    f.eval(args).unwrap().as_real().unwrap()
+}
+
+/// Every engine agrees on `text`'s last function, with finite differences
+/// checked.
+fn everywhere(text: &str, args: &[Value]) {
+    let jit = Jit::new().unwrap().verify(true);
+    let outcome = check_program(text, args, false, &jit);
+    assert!(outcome.native && outcome.gradients, "{text}");
+    assert!(outcome.finite_differences > 0, "{text}");
+}
+
+const MAP3: &str = "def f(a: [R; n], b: [R; n], c: [R; n]) -> R =
+  sum(map (x, y, z. x * y + sin(z)) a b c)";
+
+#[test]
+fn map_over_three_arrays() {
+    let want = 4.0 + 10.0 + 18.0 + 0.1f64.sin() + 0.2f64.sin() + 0.3f64.sin();
+    assert_eq!(value(MAP3, &three()), want);
+    everywhere(MAP3, &three());
+}
+
+#[test]
+fn map_over_four_arrays_with_a_definition() {
+    let text = "def fma2(a: R, b: R, c: R, d: R) -> R = a * b + c * d
+def h(a: [R; n], b: [R; n], c: [R; n], d: [R; n]) -> R = sum(map fma2 a b c d)";
+    let mut args = three();
+    args.push(Value::reals(&[1.0, -1.0, 2.0]));
+    assert_eq!(value(text, &args), 32.0 + 0.1 - 0.2 + 0.6);
+    everywhere(text, &args);
+    // A primitive of two arguments over two arrays is `map2`.
+    let text = "def g(a: [R; n], b: [R; n]) -> R = sum(map max a b)";
+    assert_eq!(value(text, &three()[..2]), 15.0);
+}
+
+#[test]
+fn zip_of_three_arrays_and_logsumexp() {
+    let text = "def g(a: [R; n], b: [R; n], c: [R; n]) -> R =
+  logsumexp(map (p. p.0 * p.1 - p.2) (zip(a, b, c))) + max(a) - min(b)";
+    let lse = 17.7 + ((3.9f64 - 17.7).exp() + (9.8f64 - 17.7).exp() + 1.0).ln();
+    assert!((value(text, &three()) - (lse + 3.0 - 4.0)).abs() < 1e-12);
+    everywhere(text, &three());
+}
+
+#[test]
+fn logsumexp_at_the_edges() {
+    let lse = "def f(x: [R; n]) -> R = logsumexp(x)";
+    let at = |xs: &[f64]| value(lse, &[Value::reals(xs)]);
+    // The empty sum is 0, its log −∞; so are sums of nothing but −∞.
+    assert_eq!(at(&[]), f64::NEG_INFINITY);
+    assert_eq!(
+        at(&[f64::NEG_INFINITY, f64::NEG_INFINITY]),
+        f64::NEG_INFINITY
+    );
+    assert_eq!(at(&[f64::INFINITY, 1.0]), f64::INFINITY);
+    // No overflow where exp alone would.
+    assert!((at(&[1000.0, 1000.0]) - (1000.0 + 2f64.ln())).abs() < 1e-12);
+    everywhere(lse, &[Value::reals(&[0.5, -1.0, 2.0])]);
+    // Its gradient is the softmax.
+    let program = Program::parse("t.grad", lse).unwrap();
+    let g = program
+        .last_function()
+        .unwrap()
+        .gradient(None, Default::default())
+        .unwrap();
+    let (_, grad) = g.eval(&[Value::reals(&[0.0, 2f64.ln()])]).unwrap();
+    let mut flat = Vec::new();
+    grad[0].flatten(&mut flat);
+    assert!((flat[0] - 1.0 / 3.0).abs() < 1e-15 && (flat[1] - 2.0 / 3.0).abs() < 1e-15);
+}
+
+#[test]
+fn max_and_min_of_an_array() {
+    let text = "def f(x: [R; n]) -> R = max(x) - 2 * min(x)";
+    assert_eq!(value(text, &[Value::reals(&[3.0, -1.0, 4.0])]), 6.0);
+    assert_eq!(value(text, &[Value::reals(&[])]), f64::NEG_INFINITY);
+    everywhere(text, &[Value::reals(&[3.0, -1.0, 4.0])]);
+}
+
+#[test]
+fn a_definition_of_the_users_takes_the_place_of_the_librarys() {
+    let text = "def sum(x: [R; n]) -> R = 2 * reduce (+) 0 x
+def f(x: [R; n]) -> R = sum(x)";
+    assert_eq!(value(text, &[Value::reals(&[1.0, 2.0])]), 6.0);
+    // What is used is added, before the definitions that use it.
+    let program = Program::parse("t.grad", "def f(x: [R; n]) -> R = sum(x)").unwrap();
+    let names: Vec<&str> = program
+        .module()
+        .module
+        .defs
+        .iter()
+        .map(|d| &*d.name)
+        .collect();
+    assert_eq!(names, vec!["sum", "f"]);
+}
+
+#[test]
+fn misuses_are_errors_with_positions() {
+    let err = |text: &str| Program::parse("t.grad", text).unwrap_err().to_string();
+    let e = err("def f(a: [R; n], b: [R; n], c: [R; n]) -> R = sum(map (x, y. x * y) a b c)");
+    assert!(
+        e.contains("`map` over 3 arrays takes a function of 3 parameters, one per array; this lambda has 2"),
+        "{e}"
+    );
+    assert!(e.contains("t.grad:1:"), "{e}");
+    let e = err("def f(a: [R; n]) -> R = sum(map (p. p.0) (zip(a)))");
+    assert!(e.contains("`zip` takes two arrays or more, found 1"), "{e}");
+    let e = err("def f(a: [R; n], b: [R; m], c: [R; n]) -> R = sum(map (x, y, z. x) a b c)");
+    assert!(e.contains("same size"), "{e}");
+    let e = err("def zip(a: R) -> R = a");
+    assert!(e.contains("zip"), "{e}");
+}
