@@ -185,11 +185,12 @@ fn projections_of_arrays_of_tuples_read_the_arrays() {
         "(B, map2 (*) A B)",
         Rule::MapProj,
     );
-    // A component bound by a tuple pattern of the lambda is not free.
+    // A component bound by a tuple pattern of the lambda is not free (and
+    // the map, which only moves values, is not stored: each use reads `Q`).
     let input = "let P = map ((u, v). (v, w)) Q in (map (p. p.0) P, map (p. p.1) P, P)";
     rewrites(
         input,
-        "let P = map ((u, v). (v, w)) Q in (map (p. p.0) P, map (_. w) Q, P)",
+        "(map ((u, v). v) Q, map (_. w) Q, map ((u_1, v_1). (v_1, w)) Q)",
         Rule::MapProj,
     );
     rewrites(
@@ -400,6 +401,15 @@ fn reductions_of_maps_are_folds() {
     let text = out.to_string();
     assert!(!text.contains("let "), "{text}");
     assert_eq!(text.matches("map2 (a, b. (a, b)) X Y").count(), 2, "{text}");
+    // Nor is a map that regroups components (the cotangent of a `zip`
+    // inside a `map` over three arrays): each reader projects the array
+    // it came from.
+    let (out, stats) = simp(&term(
+        "let Q = map (g. (g.0.0, g.0.1)) P in (map (q. q.0) Q, map (q. q.1 * 2) Q)",
+    ));
+    assert!(stats.count(Rule::InlineCheapMap) >= 1, "{out}");
+    let text = out.to_string();
+    assert!(!text.contains("let "), "{text}");
 }
 
 // ---- Dead code and common subexpressions

@@ -201,8 +201,8 @@ fn is_size(e: &Expr, depth: u32) -> bool {
 }
 
 /// Whether `e` is `map (x. b) V` for a variable `V`, `b` primitives of
-/// `x`, constants, variables and projections of those that are cheaper
-/// to recompute than to store ([`Recompute`]): a scaled cotangent
+/// `x`, constants, variables, projections and tuples of those that are
+/// cheaper to recompute than to store ([`Recompute`]): a scaled cotangent
 /// (`map (ζ. h * ζ) g`), a component of an array of tuples (`map (g. g.1)
 /// P`). Such a map is substituted at every use
 /// (rule `inline-cheap-map`), like a range: a loop reading it computes
@@ -234,8 +234,10 @@ fn is_cheap_map(e: &Expr) -> bool {
 fn recomputable(e: &Expr, budget: &mut Recompute) -> bool {
     match &e.kind {
         ExprKind::Const(_) | ExprKind::Var(_) => true,
-        // A component of the element: read, not computed.
+        // A component of the element: read, not computed; a tuple of
+        // such values is moved, not computed.
         ExprKind::Proj(x, _) => recomputable(x, budget),
+        ExprKind::Tuple(xs) => xs.iter().all(|x| recomputable(x, budget)),
         ExprKind::Prim(p, xs) => budget.spend(*p) && xs.iter().all(|x| recomputable(x, budget)),
         _ => false,
     }

@@ -23,7 +23,9 @@
 //! load–store pair, which on the machines gradlift targets takes as long
 //! as about two arithmetic instructions in a loop bound by memory
 //! traffic (the cost model's bytes read and written, `cost.rs`, count the
-//! traffic the stored array would add). Recomputing costs nothing in
+//! traffic the stored array would add). Projections and tuples are moves,
+//! not work: a map that only regroups components (`map (g. (g.0.0,
+//! g.0.1)) P`) is always recomputed. Recomputing costs nothing in
 //! accuracy: the reader computes the same operations on the same operands
 //! and gets the same bits.
 //!
