@@ -61,6 +61,8 @@ impl Code {
 /// A defined module: its functions by GradBench name.
 struct Module {
     entries: HashMap<&'static str, Entry>,
+    /// Input members read as pairs of rows ([`ModuleSource::paired`]).
+    paired: &'static [&'static str],
 }
 
 fn compile_module(source: &ModuleSource, jit: &Jit) -> Result<Module, String> {
@@ -77,7 +79,10 @@ fn compile_module(source: &ModuleSource, jit: &Jit) -> Result<Module, String> {
             Derive::Gradient { function: f, wrt } => {
                 let function = program.function(f).map_err(|e| e.to_string())?;
                 let gradient = function
-                    .gradient(Some(&[Name::from(wrt)]), GradOptions::default())
+                    .gradient(
+                        Some(&wrt.iter().map(|w| Name::from(*w)).collect::<Vec<_>>()),
+                        GradOptions::default(),
+                    )
                     .map_err(|e| e.to_string())?;
                 let compiled = gradient.compile(jit).map_err(|e| e.to_string())?;
                 (function, Code::Gradient(compiled))
@@ -109,7 +114,10 @@ fn compile_module(source: &ModuleSource, jit: &Jit) -> Result<Module, String> {
             },
         );
     }
-    Ok(Module { entries })
+    Ok(Module {
+        entries,
+        paired: source.paired,
+    })
 }
 
 /// Serves GradBench messages read from `input` until it ends, answering
@@ -266,6 +274,9 @@ fn evaluate(
         .map(Json::take)
         .ok_or("the message has no `input`")?;
     let runs = Runs::take(&mut input)?;
+    for member in module.paired {
+        pair_rows(&mut input, member)?;
+    }
     let mut call = Call::prepare(entry, input)?;
     let timings = runs.time(|| call.run(entry))?;
     Ok((call.output(entry), timings))
@@ -384,9 +395,15 @@ impl Call {
         };
         match (entry.derive, &self.direction) {
             (Derive::Value(_), _) => shape_json(&entry.sig.ret, &self.sizes, &mut self.out.iter()),
-            (Derive::Gradient { wrt, .. }, _) => {
+            (Derive::Gradient { wrt: [wrt], .. }, _) => {
                 shape_json(&param_type(wrt), &self.sizes, &mut self.out[1..].iter())
             }
+            (Derive::Gradient { .. }, _) => Json::Array(
+                self.out[1..]
+                    .iter()
+                    .map(|x| Value::Real(*x).to_json())
+                    .collect(),
+            ),
             (Derive::NewtonDirection { wrt, .. }, Some((_, _, dir))) => {
                 shape_json(&param_type(wrt), &self.sizes, &mut dir.iter())
             }
@@ -395,6 +412,27 @@ impl Call {
             }
         }
     }
+}
+
+/// Regroups the rows of the input member `name`, an array of 2k rows, as
+/// k pairs (row 2i, row 2i + 1) ([`ModuleSource::paired`]).
+fn pair_rows(input: &mut Json, name: &str) -> Result<(), String> {
+    let Some(Json::Array(rows)) = input.get_mut(name) else {
+        return Ok(());
+    };
+    if rows.len() % 2 != 0 {
+        return Err(format!(
+            "`{name}` must have an even number of rows (a pair per layer), found {}",
+            rows.len()
+        ));
+    }
+    let mut pairs = Vec::with_capacity(rows.len() / 2);
+    let mut it = std::mem::take(rows).into_iter();
+    while let (Some(a), Some(b)) = (it.next(), it.next()) {
+        pairs.push(Json::Array(vec![a, b]));
+    }
+    *rows = pairs;
+    Ok(())
 }
 
 /// The value of a size expression.

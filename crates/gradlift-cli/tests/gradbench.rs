@@ -347,3 +347,101 @@ fn kmeans_matches_the_formula() {
     // Centroid 0 has the points 1 and 0.5: J = 2(0 − 1) + 2(0 − 0.5), H = 4.
     assert_close(&out[1], &[-0.75, -1.0]);
 }
+
+/// GradBench's lstm objective, directly: `main` is 2l rows of 4b (weights
+/// and biases of each layer, gates forget, input, output, change),
+/// `extra` 3 rows of b, `state` 2l rows of b (hidden, cell), `sequence`
+/// c rows of b.
+fn lstm(main: &[Vec<f64>], extra: &[Vec<f64>], state: &[Vec<f64>], sequence: &[Vec<f64>]) -> f64 {
+    let b = extra[0].len();
+    let sigmoid = |x: f64| 1.0 / (1.0 + (-x).exp());
+    let mut state = state.to_vec();
+    let mut total = 0.0;
+    for t in 0..sequence.len() - 1 {
+        let mut x: Vec<f64> = (0..b).map(|i| sequence[t][i] * extra[0][i]).collect();
+        for k in 0..main.len() / 2 {
+            let (w, bias) = (&main[2 * k], &main[2 * k + 1]);
+            let (h, c) = (state[2 * k].clone(), state[2 * k + 1].clone());
+            for i in 0..b {
+                let forget = sigmoid(x[i] * w[i] + bias[i]);
+                let ingate = sigmoid(h[i] * w[b + i] + bias[b + i]);
+                let outgate = sigmoid(x[i] * w[2 * b + i] + bias[2 * b + i]);
+                let change = (h[i] * w[3 * b + i] + bias[3 * b + i]).tanh();
+                state[2 * k + 1][i] = c[i] * forget + ingate * change;
+                state[2 * k][i] = outgate * state[2 * k + 1][i].tanh();
+            }
+            x = state[2 * k].clone();
+        }
+        let y: Vec<f64> = (0..b).map(|i| x[i] * extra[1][i] + extra[2][i]).collect();
+        let lse = (y.iter().map(|v| v.exp()).sum::<f64>() + 2.0).ln();
+        total += (0..b)
+            .map(|i| sequence[t + 1][i] * (y[i] - lse))
+            .sum::<f64>();
+    }
+    -total / (b * (sequence.len() - 1)) as f64
+}
+
+#[test]
+fn lstm_matches_the_formula_and_its_jacobian_finite_differences() {
+    for (l, b, c, seed) in [(1, 1, 2, 20), (2, 3, 5, 21), (3, 2, 4, 22)] {
+        let rows = |n: usize, w: usize, s: u64| -> Vec<Vec<f64>> {
+            sample(n * w, s).chunks(w).map(<[f64]>::to_vec).collect()
+        };
+        let main = rows(2 * l, 4 * b, seed);
+        let extra = rows(3, b, seed + 100);
+        let state = rows(2 * l, b, seed + 200);
+        let sequence: Vec<Vec<f64>> = rows(c, b, seed + 300)
+            .into_iter()
+            .map(|r| r.into_iter().map(|v| (v > 0.5) as u8 as f64).collect())
+            .collect();
+        let input = json!({"main_params": main, "extra_params": extra, "state": state, "sequence": sequence});
+        let out = outputs("lstm", &[("objective", input.clone()), ("jacobian", input)]);
+        assert_close(&out[0], &[lstm(&main, &extra, &state, &sequence)]);
+        // The jacobian: main_params then extra_params, each row-major.
+        let got = reals(&out[1]);
+        assert_eq!(got.len(), 8 * l * b + 3 * b);
+        let mut k = 0;
+        for which in 0..2 {
+            let rows = if which == 0 { 2 * l } else { 3 };
+            let width = if which == 0 { 4 * b } else { b };
+            for r in 0..rows {
+                for j in 0..width {
+                    let h = 1e-6;
+                    let at = |delta: f64| {
+                        let (mut m, mut e) = (main.clone(), extra.clone());
+                        if which == 0 {
+                            m[r][j] += delta;
+                        } else {
+                            e[r][j] += delta;
+                        }
+                        lstm(&m, &e, &state, &sequence)
+                    };
+                    let fd = (at(h) - at(-h)) / (2.0 * h);
+                    assert!(
+                        (got[k] - fd).abs() <= 1e-6 * (1.0 + fd.abs()),
+                        "l={l} b={b} c={c}: entry {k}: {} against {fd}",
+                        got[k]
+                    );
+                    k += 1;
+                }
+            }
+        }
+        assert_eq!(k, got.len());
+    }
+    // A parameter of an odd number of rows cannot be read as layers.
+    let answers = session(&[
+        json!({"id": 0, "kind": "define", "module": "lstm"}),
+        json!({"id": 1, "kind": "evaluate", "module": "lstm", "function": "objective",
+               "input": {"main_params": [[1.0, 1.0, 1.0, 1.0]], "extra_params": [[1.0], [1.0], [0.0]],
+                         "state": [[0.0], [0.0]], "sequence": [[1.0], [0.0]]}}),
+    ]);
+    assert_eq!(answers[1]["success"], json!(false), "{}", answers[1]);
+    assert!(
+        answers[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("even number of rows"),
+        "{}",
+        answers[1]
+    );
+}

@@ -7,12 +7,14 @@
 pub enum Derive {
     /// The definition's value.
     Value(&'static str),
-    /// The gradient of the definition with respect to one parameter.
+    /// The gradient of the definition with respect to some parameters, in
+    /// the order of the definition's parameters: shaped as the parameter
+    /// for one, flattened (row-major) and concatenated for several.
     Gradient {
         /// The definition.
         function: &'static str,
-        /// The parameter.
-        wrt: &'static str,
+        /// The parameters.
+        wrt: &'static [&'static str],
     },
     /// The Newton direction J ⊘ H for one parameter, where J is the
     /// gradient and H the Hessian times a vector of ones (the diagonal of a
@@ -33,6 +35,10 @@ pub struct ModuleSource {
     pub text: &'static str,
     /// GradBench function names and what they compute.
     pub functions: &'static [(&'static str, Derive)],
+    /// Input members GradBench sends as 2k rows that the program reads as
+    /// k pairs of rows (row 2i and row 2i + 1): the same reals in the same
+    /// order, so the flat buffers do not change.
+    pub paired: &'static [&'static str],
 }
 
 /// The modules gradlift provides.
@@ -46,10 +52,11 @@ pub const MODULES: &[ModuleSource] = &[
                 "double",
                 Derive::Gradient {
                     function: "square",
-                    wrt: "x",
+                    wrt: &["x"],
                 },
             ),
         ],
+        paired: &[],
     },
     ModuleSource {
         name: "lse",
@@ -60,10 +67,11 @@ pub const MODULES: &[ModuleSource] = &[
                 "gradient",
                 Derive::Gradient {
                     function: "primal",
-                    wrt: "x",
+                    wrt: &["x"],
                 },
             ),
         ],
+        paired: &[],
     },
     ModuleSource {
         name: "llsq",
@@ -74,10 +82,11 @@ pub const MODULES: &[ModuleSource] = &[
                 "gradient",
                 Derive::Gradient {
                     function: "primal",
-                    wrt: "x",
+                    wrt: &["x"],
                 },
             ),
         ],
+        paired: &[],
     },
     ModuleSource {
         name: "ode",
@@ -88,10 +97,11 @@ pub const MODULES: &[ModuleSource] = &[
                 "gradient",
                 Derive::Gradient {
                     function: "last",
-                    wrt: "x",
+                    wrt: &["x"],
                 },
             ),
         ],
+        paired: &[],
     },
     ModuleSource {
         name: "kmeans",
@@ -106,6 +116,22 @@ pub const MODULES: &[ModuleSource] = &[
                 },
             ),
         ],
+        paired: &[],
+    },
+    ModuleSource {
+        name: "lstm",
+        text: include_str!("../../gradbench/lstm.grad"),
+        functions: &[
+            ("objective", Derive::Value("objective")),
+            (
+                "jacobian",
+                Derive::Gradient {
+                    function: "objective",
+                    wrt: &["main_params", "extra_params"],
+                },
+            ),
+        ],
+        paired: &["main_params", "state"],
     },
 ];
 
