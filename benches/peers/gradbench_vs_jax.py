@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gradlift against JAX on the GradBench modules hello, lse, llsq, ode, kmeans.
+"""gradlift against JAX on the GradBench modules hello, lse, llsq, ode, kmeans, lstm.
 
 Each module runs at the GradBench sizes through `gradlift gradbench` (the
 GradBench protocol on a pipe: the times are those the tool reports, the
@@ -87,6 +87,41 @@ def kmeans_dir(points, centroids):
     return j / h
 
 
+def lstm_objective(main, extra, state, sequence):
+    # main: 2l x 4b (weights, biases of each layer), extra: 3 x b, state:
+    # 2l x b (hidden, cell), sequence: c x b; the layers unrolled (l is
+    # static), the characters a scan.
+    l, b = main.shape[0] // 2, extra.shape[1]
+
+    def step(carry, io):
+        state, total = carry
+        x = io[0] * extra[0]
+        new = []
+        for k in range(l):
+            w, bias = main[2 * k], main[2 * k + 1]
+            h, c = state[2 * k], state[2 * k + 1]
+            forget = jax.nn.sigmoid(x * w[:b] + bias[:b])
+            ingate = jax.nn.sigmoid(h * w[b : 2 * b] + bias[b : 2 * b])
+            outgate = jax.nn.sigmoid(x * w[2 * b : 3 * b] + bias[2 * b : 3 * b])
+            change = jnp.tanh(h * w[3 * b :] + bias[3 * b :])
+            c = c * forget + ingate * change
+            h = outgate * jnp.tanh(c)
+            new += [h, c]
+            x = h
+        y = x * extra[1] + extra[2]
+        lse = jnp.log(jnp.sum(jnp.exp(y)) + 2)
+        return (jnp.stack(new), total + jnp.sum(io[1] * (y - lse))), None
+
+    pairs = jnp.stack([sequence[:-1], sequence[1:]], axis=1)
+    (_, total), _ = jax.lax.scan(step, (state, 0.0), pairs)
+    return -total / (b * (sequence.shape[0] - 1))
+
+
+def lstm_jacobian(main, extra, state, sequence):
+    gm, ge = jax.grad(lstm_objective, argnums=(0, 1))(main, extra, state, sequence)
+    return jnp.concatenate([gm.ravel(), ge.ravel()])
+
+
 JAX = {
     ("hello", "square"): jax.jit(lambda x: x * x),
     ("hello", "double"): jax.jit(jax.grad(lambda x: x * x)),
@@ -100,6 +135,8 @@ JAX = {
     ),
     ("kmeans", "cost"): jax.jit(kmeans_cost),
     ("kmeans", "dir"): jax.jit(kmeans_dir),
+    ("lstm", "objective"): jax.jit(lstm_objective),
+    ("lstm", "jacobian"): jax.jit(lstm_jacobian),
 }
 
 
@@ -117,6 +154,11 @@ def jax_args(module, input):
         return (
             jax.device_put(np.array(input["points"])),
             jax.device_put(np.array(input["centroids"])),
+        )
+    if module == "lstm":
+        return tuple(
+            jax.device_put(np.array(input[k]))
+            for k in ["main_params", "extra_params", "state", "sequence"]
         )
     raise ValueError(module)
 
@@ -198,6 +240,21 @@ def inputs(module, quick):
                         "points": points.tolist(),
                         "centroids": points[-k:].tolist(),
                     }
+    elif module == "lstm":
+        # GradBench's sizes, ordered by l·c; b = 14 bits a character, the
+        # sequence random bits (GradBench's are a text's).
+        b = 14
+        cases = sorted(
+            [(l, c) for l in [2, 4, 6] for c in [1024, 4096, 8192]],
+            key=lambda lc: lc[0] * lc[1],
+        )
+        for l, c in [lc for lc in cases if lc[1] == 1024] if quick else cases:
+            yield f"l={l},c={c}", {
+                "main_params": rng.random((2 * l, 4 * b)).tolist(),
+                "extra_params": rng.random((3, b)).tolist(),
+                "state": rng.random((2 * l, b)).tolist(),
+                "sequence": (rng.random((c, b)) < 0.5).astype(float).tolist(),
+            }
 
 
 FUNCTIONS = {
@@ -206,6 +263,7 @@ FUNCTIONS = {
     "llsq": ["primal", "gradient"],
     "ode": ["primal", "gradient"],
     "kmeans": ["cost", "dir"],
+    "lstm": ["objective", "jacobian"],
 }
 
 
