@@ -130,6 +130,37 @@ fn misuses_are_errors_with_positions() {
     assert!(e.contains("`zip` takes two arrays or more, found 1"), "{e}");
     let e = err("def f(a: [R; n], b: [R; m], c: [R; n]) -> R = sum(map (x, y, z. x) a b c)");
     assert!(e.contains("same size"), "{e}");
+    let e = err("def f(a: [R; n], b: [R; n], c: [R; n]) -> R = sum(map max a b c)");
+    assert!(
+        e.contains(
+            "`map` over 3 arrays takes a function of 3 parameters, one per array; `max` takes 2"
+        ),
+        "{e}"
+    );
+    let e =
+        err("def g(x: R) -> R = x\ndef f(a: [R; n], b: [R; n], c: [R; n]) -> R = sum(map g a b c)");
+    assert!(e.contains("`g` takes 1 argument, but 3 were given"), "{e}");
     let e = err("def zip(a: R) -> R = a");
     assert!(e.contains("zip"), "{e}");
+}
+
+#[test]
+fn the_written_forms_print_and_parse_back() {
+    // The property of the `front_end` fuzz target, on the conveniences.
+    for text in [
+        MAP3,
+        "def g(a: R, b: R, c: R) -> R = a\ndef f(a: [R; n], b: [R; n], c: [R; n]) -> R = sum(map g a b c)",
+        "def f(a: [R; n], b: [R; n], c: [R; n]) -> R = sum(map (fun (x: R, y: R, z: R) -> x * y * z) a b c)",
+        "def f(a: [R; n], b: [R; n]) -> [(R, R); n] = zip(a, b)",
+        "def f(a: [R; n]) -> R = max(a) + min(a) + logsumexp(a)",
+    ] {
+        let module = gradlift::lang::parse_module(text).unwrap();
+        let printed = module.to_string();
+        let again = gradlift::lang::parse_module(&printed)
+            .unwrap_or_else(|e| panic!("{e}\n{printed}"));
+        assert!(again.same(&module), "{printed}\nfrom\n{text}");
+        let checked = Program::parse("t.grad", text).is_ok();
+        assert!(checked, "{text}");
+        assert!(Program::parse("t.grad", &printed).is_ok(), "{printed}");
+    }
 }

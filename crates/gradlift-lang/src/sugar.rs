@@ -51,6 +51,12 @@ pub(crate) fn map_n(f: Expr, mut arrays: Vec<Expr>, span: Span) -> Result<Expr, 
                 ps.len()
             ))
         }
+        ExprKind::PrimFn(p) if p.info().arity != k => {
+            return Err(format!(
+                "`map` over {k} arrays takes a function of {k} parameters, one per array; `{p}` takes {}",
+                p.info().arity
+            ))
+        }
         _ => {
             let names = fresh_names(&f, k);
             let args: Vec<Expr> = names.iter().map(|n| var(n, f.span)).collect();

@@ -629,6 +629,10 @@ impl Checker<'_> {
                 ),
                 None => Err(self.unknown("variable", n, e.span)),
             },
+            ExprKind::Prim(p, args) if args.len() != p.info().arity => invalid(
+                crate::span::arity_message(&format!("`{p}`"), p.info().arity, args.len()),
+                e.span,
+            ),
             ExprKind::Prim(p, args) => self.prim(*p, args),
             ExprKind::PrimFn(p) => {
                 let info = p.info();

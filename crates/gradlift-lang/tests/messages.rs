@@ -112,3 +112,21 @@ fn text_after_a_definition_says_what_ended_it() {
     );
     assert_eq!(at, "x");
 }
+
+#[test]
+fn a_primitive_built_with_the_wrong_number_of_arguments_is_refused() {
+    // The parser never builds one; a program that builds terms might.
+    use gradlift_lang::syntax::{Expr, ExprKind};
+    let mut module = gradlift_lang::parse_module("def f(x: R) -> R = sin(x)").unwrap();
+    let ExprKind::Prim(p, args) = &module.defs[0].body.kind else {
+        panic!("a call of sin")
+    };
+    let (p, x) = (*p, args[0].clone());
+    module.defs[0].body = Expr::synth(ExprKind::Prim(p, vec![x.clone(), x]));
+    let e = gradlift_lang::check_module(module).expect_err("an error");
+    assert!(
+        e.to_string()
+            .contains("`sin` takes 1 argument, but 2 were given"),
+        "{e}"
+    );
+}
