@@ -220,16 +220,10 @@ fn real_bytes(t: &Type) -> Poly {
     }
 }
 
-/// The bytes of one element of type `t` in an array.
+/// The bytes of one element of type `t` in an array: its reals and its
+/// arrays.
 fn element_bytes(t: &Type) -> Poly {
-    match t {
-        Type::Real | Type::Bool => Poly::constant(8.0),
-        Type::Array(elem, n) => Poly::size(n).times(&element_bytes(elem)),
-        Type::Tuple(ts) => ts
-            .iter()
-            .fold(Poly::default(), |a, t| a.plus(&element_bytes(t))),
-        Type::Fun(..) => Poly::default(),
-    }
+    real_bytes(t).plus(&array_bytes(t))
 }
 
 /// The cost of one primitive (Figure 11 and the extensions above): the

@@ -7,8 +7,10 @@
 //!   zipped into an array of tuples by `map2`s and the last `map2` reads
 //!   the tuple with a tuple pattern: `map (x, y, z. e) A B C` is
 //!   `map2 ((x, y), z. e) (map2 (x, y. (x, y)) A B) C`. The simplifier
-//!   fuses the zip into its reader (rule `map2-arg-fusion`), so no array of
-//!   tuples is stored.
+//!   does not bind the zip of variables to an array: it substitutes it
+//!   where it is read (rule `inline-cheap-map`), and fuses it with a map
+//!   that reads it (`map (p. p.0 * p.1) (zip(a, b))` becomes
+//!   `map2 (*) a b`).
 //! - `zip(A₁, …, A_k)`, k ≥ 2: `map (x₁, …, x_k. (x₁, …, x_k)) A₁ … A_k`,
 //!   for any element types.
 //! - `max(A)` and `min(A)`, the primitives with one argument: the greatest

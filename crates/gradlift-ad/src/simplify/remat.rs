@@ -19,11 +19,10 @@
 //! inline `exp` with its table lookup, is never repeated), and their work
 //! — ADDS + MULTS + NLOPS of the table's `cost` column (Figure 11), at
 //! least one per primitive — is at most [`LIMITS`]`.recompute_ops`, the
-//! price of storing a real: 8 bytes written and 8 bytes read back, one
-//! load–store pair, which on the machines gradlift targets takes as long
-//! as about two arithmetic instructions in a loop bound by memory
-//! traffic (the cost model's bytes read and written, `cost.rs`, count the
-//! traffic the stored array would add). Projections and tuples are moves,
+//! price of storing a real: 8 bytes written and 8 bytes read back (the
+//! traffic `cost.rs` counts for the stored array), one store and one load,
+//! priced as two operations. The price is a setting, the one the rules
+//! had before they shared it, not a measurement. Projections and tuples are moves,
 //! not work: a map that only regroups components (`map (g. (g.0.0,
 //! g.0.1)) P`) is always recomputed. Recomputing costs nothing in
 //! accuracy: the reader computes the same operations on the same operands

@@ -611,7 +611,7 @@ pub(super) fn binders(e: &Expr, out: &mut Vec<Name>) {
 }
 
 /// Component `i` (`e`) as a term over `ELEM.j` (written with the
-/// placeholder variable [`ELEM`]) when it is derived: built by at most
+/// placeholder variable [`ELEM`]) when it is derived: built by
 /// primitives within [`Recompute`]'s budget from constants, variables not in
 /// `inner`, and variables that are another component `j` of `es`.
 fn derived_from(
