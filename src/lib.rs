@@ -270,10 +270,8 @@ impl<'p> Function<'p> {
                 .map_err(|e| self.caller().explain(e, args, Some(dirs)))?,
             None => {
                 let sizes = self.caller().check(args, Some(dirs))?;
-                let mut vars: Vec<(Name, Value)> = sizes
-                    .into_iter()
-                    .map(|(n, v)| (n, Value::Real(v as f64)))
-                    .collect();
+                let mut vars: Vec<(Name, Value)> =
+                    sizes.into_iter().map(|(n, v)| (n, Value::Int(v))).collect();
                 for ((p, _), a) in program.params.iter().zip(&all) {
                     vars.push((p.clone(), a.clone()));
                 }
@@ -649,10 +647,8 @@ impl GradientProgram<'_> {
         let f = &self.function;
         let sig = f.signature();
         let sizes = f.caller().check(args, None)?;
-        let mut vars: Vec<(Name, Value)> = sizes
-            .into_iter()
-            .map(|(n, v)| (n, Value::Real(v as f64)))
-            .collect();
+        let mut vars: Vec<(Name, Value)> =
+            sizes.into_iter().map(|(n, v)| (n, Value::Int(v))).collect();
         for ((p, t), a) in sig.params.iter().zip(args) {
             if t.is_some() {
                 vars.push((p.clone(), a.clone()));

@@ -53,7 +53,7 @@ const FOUND: [(&str, &str); 1] = [(
   1.191 * v_1)
 
 def main(x0: R, x1: R, x2: [R; n], x3: [R; n], s: size) -> R =
-  let v_5 = (if (if x0 > x1 and (x1 >= x1 and not x1 >= x1) then x1 else x0) != x0 then map (i_2. x1) iota(3.0) else map2 (x_3, y_4. n) [x1, 0.473, x0] [-1.548, x0, x0])[-1] in
+  let v_5 = (if (if x0 > x1 and (x1 >= x1 and not x1 >= x1) then x1 else x0) != x0 then map (i_2. x1) iota(3) else map2 (x_3, y_4. real(n)) [x1, 0.473, x0] [-1.548, x0, x0])[-1] in
   foldl (acc_8, el_9. 0.5 * acc_8 + sin(v_5 + reduce max (-inf) (map (row_10. reduce (x_11, y_12. x_11 + y_12 * sin(v_5)) 0.0 row_10) [[-0.907, v_5], [-1.651, x1], [-1.648, v_5]]))) (map2 (x_6, y_7. x0) [x0, x1] [v_5, 1.815])[0] (map2 (+) (shift1R [v_5, x1, x0, s]) [x1, -1.821, x0])
 ",
     "x0=1.277, x1=-0.953, x2=[0.566, -0.75], x3=[0.987, 0.0], s=1",

@@ -88,10 +88,10 @@ const FOUND: [(&str, &str); 5] = [
     t_4 * t_4 + 1.0), ([p0, p0][0], p0 * p0).1)
 
 def main(x0: [R; m], x1: [[R; m]; m], x2: (R, [R; m]), s: size) -> R =
-  foldl (acc_22, el_23. 0.5 * acc_22 + sin(min(reduce min inf (map ((a_24, b_25). acc_22) [el_23, el_23, el_23]), el_23.0))) (if (let v_14 = scanl (acc_12, el_13. m) m [-1.041, -1.299] in
+  foldl (acc_22, el_23. 0.5 * acc_22 + sin(min(reduce min inf (map ((a_24, b_25). acc_22) [el_23, el_23, el_23]), el_23.0))) (if (let v_14 = scanl (acc_12, el_13. real(m)) real(m) [-1.041, -1.299] in
       -1.582) >= -1.868 then reduce (x_19, y_20. x_19 + y_20 + x_19 * y_20) 0.0 (map ((a_16, b_17). pow(let t_18 = a_16 in
       t_18 * t_18 + 0.5, sin(a_16))) (map (x_15. (x_15, x_15)) x0)) else pow(let t_21 = 0.608 in
-    t_21 * t_21 + 0.5, sin(if [-1.864, 0.622, 1.586][0] <= s then (if 0.842 > -0.564 then -1.506 else 0.421) else s + m))) (map (x_11. (max(-0.432, 1.334), -0.595)) (map (x_6. (reduce (x_7, y_8. x_7 + y_8 * sin(x_6)) 0.0 [x_6, x_6], reduce min inf (map ((a_9, b_10). len(replicate(m, -0.576))) [(x_6, s), (x_6, s)]))) concat(map (x_5. 0.093) [(m, s), (1.708, -1.032)], [len([1.456, 0.742])])))
+    t_21 * t_21 + 0.5, sin(if [-1.864, 0.622, 1.586][0] <= real(s) then (if 0.842 > -0.564 then -1.506 else 0.421) else real(s) + real(m)))) (map (x_11. (max(-0.432, 1.334), -0.595)) (map (x_6. (reduce (x_7, y_8. x_7 + y_8 * sin(x_6)) 0.0 [x_6, x_6], reduce min inf (map ((a_9, b_10). real(len(replicate(m, -0.576)))) [(x_6, real(s)), (x_6, real(s))]))) concat(map (x_5. 0.093) [(real(m), real(s)), (1.708, -1.032)], [real(len([1.456, 0.742]))])))
 ",
         "x0=[-0.662, 0.218, 0.388], x1=[[0.702, -1.821, 1.194], [-1.019, -1.811, -1.984], [0.076, -0.954, 1.67]], x2=(1.997, [1.347, 0.785, -1.434]), s=3",
     ),
@@ -101,12 +101,12 @@ def main(x0: [R; m], x1: [[R; m]; m], x2: (R, [R; m]), s: size) -> R =
       p1))
 
 def main(x0: [[R; n]; m], x1: R, x2: [R; d], x3: R) -> R =
-  (if not foldl (acc_2, el_3. 0.5 * acc_2 + sin(max(m, 1.584))) tanh(x1) take(d, concat(x2, replicate(d, x3))) != x3 then (let v_4 = x3 + x3 in
-      [m, x3, x3]) else scanr (acc_6, el_7. let v_8 = x3 in
+  (if not foldl (acc_2, el_3. 0.5 * acc_2 + sin(max(real(m), 1.584))) tanh(x1) take(d, concat(x2, replicate(d, x3))) != x3 then (let v_4 = x3 + x3 in
+      [real(m), x3, x3]) else scanr (acc_6, el_7. let v_8 = x3 in
     x1) (if x3 >= x1 then x3 else x1) (let v_5 = x1 in
-      [x1, x1]))[0] / (let t_19 = foldl (acc_15, el_16. 0.5 * acc_15 + sin(let v_18 = map (i_17. if not i_17 <= i_17 then acc_15 else i_17) iota(m) in
-      len([-1.969, acc_15, el_16]))) ((helper0(replicate(n, replicate(n, x3)), replicate(n, x1)) + foldl (acc_12, el_13. 0.5 * acc_12 + sin(x3)) x1 replicate(n, (x3, x1))) * reduce max (-inf) (map (row_14. reduce (*) 1.0 row_14) replicate(d, [x3, x3, x1]))) (map2 (x_10, y_11. y_11) concat([x1], let v_9 = [x1, x3] in
-        v_9) (map2 (-) (if x3 == x3 then [x1, x1, 0.798] else [x1, -0.634, x3]) take(3.0, concat([x1, x1, x1], replicate(n, x3))))) in
+      [x1, x1]))[0] / (let t_19 = foldl (acc_15, el_16. 0.5 * acc_15 + sin(let v_18 = map (i_17. if not i_17 <= i_17 then acc_15 else i_17) (map (i_r. real(i_r)) iota(m)) in
+      real(len([-1.969, acc_15, el_16])))) ((helper0(replicate(n, replicate(n, x3)), replicate(n, x1)) + foldl (acc_12, el_13. 0.5 * acc_12 + sin(x3)) x1 replicate(n, (x3, x1))) * reduce max (-inf) (map (row_14. reduce (*) 1.0 row_14) replicate(d, [x3, x3, x1]))) (map2 (x_10, y_11. y_11) concat([x1], let v_9 = [x1, x3] in
+        v_9) (map2 (-) (if x3 == x3 then [x1, x1, 0.798] else [x1, -0.634, x3]) take(3, concat([x1, x1, x1], replicate(n, x3))))) in
     t_19 * t_19 + 1.0)
 ",
         "x0=[], x1=-1.391, x2=[], x3=-1.693",
@@ -120,9 +120,9 @@ def main(x0: [[R; n]; m], x1: R, x2: [R; d], x3: R) -> R =
   b_5)
 
 def main(x0: R, x1: [R; n], x2: R, s: size) -> R =
-  len(scanr (*) (reduce max (-inf) x1) (let v_6 = x0 in
-    [v_6])) + pow(let t_11 = x2 * x0 / (let t_10 = let v_9 = [x0, x2] in
-        s in
+  real(len(scanr (*) (reduce max (-inf) x1) (let v_6 = x0 in
+    [v_6]))) + pow(let t_11 = x2 * x0 / (let t_10 = let v_9 = [x0, x2] in
+        real(s) in
       t_10 * t_10 + 1.0) in
   t_11 * t_11 + 0.5, sin(x0))
 ",
@@ -142,10 +142,10 @@ def helper1(p0: (R, [R; k]), p1: [[R; k]; k]) -> R =
     foldl (acc_25, el_26. 0.5 * acc_25 + sin(acc_25)) 0.509 replicate(k, -1.457) * max(1.812, -0.118))
 
 def main(x0: R, x1: [R; m], x2: (R, [R; n])) -> R =
-  len(drop(m, concat(x1, let v_28 = pow(let t_27 = x0 in
+  real(len(drop(m, concat(x1, let v_28 = pow(let t_27 = x0 in
     t_27 * t_27 + 0.5, sin(x0 * -1.245)) in
   scanr (acc_31, el_32. x0 + acc_31) helper0(v_28, replicate(m, x0)) (let (a_29, b_30) = (n, x0) in
-    [x0]))))
+    [x0])))))
 ",
         "x0=0.186, x1=[], x2=(0.079, [-1.766, -1.108, 1.954, -0.976])",
     ),
@@ -155,7 +155,7 @@ def main(x0: R, x1: [R; m], x2: (R, [R; n])) -> R =
     [p1, v_1, p1])[0], p1)
 
 def main(x0: [[R; d]; m], x1: [[R; d]; d], x2: R, x3: [R; m]) -> R =
-  (let v_3 = concat(map (x_2. x2) [(x2, x2)], [len(replicate(d, x2))]) in
+  (let v_3 = concat(map (x_2. x2) [(x2, x2)], [real(len(replicate(d, x2)))]) in
     let v_4 = reduce max (-inf) [x2, x2, 0.267] in
     (v_4, v_4)).1
 ",

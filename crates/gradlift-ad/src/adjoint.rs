@@ -3,6 +3,10 @@
 //! zero or a tuple, so that structural zeros never reach the output.
 //!
 //! - `0_R = 0`, `0_(G1×…×Gk) = (0_G1, …, 0_Gk)`, `0_[G; n] = replicate(n, 0_G)`.
+//! - Integers are not differentiated: the cotangent of a `Z` is a `Z`, and
+//!   always `0` (activity analysis keeps every integer inactive, so these
+//!   zeros only fill the integer components of tuples); `i +̂ j = i + j`
+//!   and `c ·̂ i = i`.
 //! - `a +̂ b = a + b` on reals, componentwise on tuples,
 //!   `map2 (x, y. x +̂ y) a b` on arrays.
 //! - `c ·̂ g` scales a ground value by a real (Figure 4's "map2 * Z G" reading).
@@ -16,6 +20,7 @@ use gradlift_lang::names::NameSupply;
 pub fn zeros(ty: &Type) -> Expr {
     match ty {
         Type::Real => Expr::structural_zero(),
+        Type::Int => int(0),
         Type::Tuple(ts) => Expr::synth(ExprKind::Tuple(ts.iter().map(zeros).collect())),
         Type::Array(t, n) => builtin(Builtin::Replicate, vec![size(n), zeros(t)]),
         Type::Bool | Type::Fun(..) => unreachable!("cotangents have ground types, not {ty}"),
@@ -29,6 +34,7 @@ pub fn zeros(ty: &Type) -> Expr {
 pub fn zeros_like(ty: &Type, value: &Expr, names: &mut NameSupply) -> Expr {
     match ty {
         Type::Real => Expr::structural_zero(),
+        Type::Int => int(0),
         Type::Tuple(ts) => Expr::synth(ExprKind::Tuple(
             ts.iter()
                 .enumerate()
@@ -52,6 +58,7 @@ pub fn zeros_like(ty: &Type, value: &Expr, names: &mut NameSupply) -> Expr {
 pub fn plus(ty: &Type, a: Expr, b: Expr, names: &mut NameSupply) -> Expr {
     match ty {
         Type::Real => add(a, b),
+        Type::Int => prim(gradlift_lang::Prim::IAdd, vec![a, b]),
         Type::Tuple(ts) => {
             let parts = ts
                 .iter()
@@ -77,6 +84,7 @@ pub fn plus(ty: &Type, a: Expr, b: Expr, names: &mut NameSupply) -> Expr {
 pub fn scale(ty: &Type, c: Expr, g: Expr, names: &mut NameSupply) -> Expr {
     match ty {
         Type::Real => mul(g, c),
+        Type::Int => g,
         Type::Tuple(ts) => {
             let parts = ts
                 .iter()
@@ -196,5 +204,8 @@ pub fn scale_adj(ty: &Type, c: Expr, z: &Adj, names: &mut NameSupply) -> Adj {
 
 /// Whether `e` is an atom: a variable or a constant (safe to duplicate).
 pub fn is_atom(e: &Expr) -> bool {
-    matches!(e.kind, ExprKind::Var(_) | ExprKind::Const(_))
+    matches!(
+        e.kind,
+        ExprKind::Var(_) | ExprKind::Const(_) | ExprKind::Int(_)
+    )
 }

@@ -205,14 +205,14 @@ fn array_bytes(t: &Type) -> Poly {
         Type::Tuple(ts) => ts
             .iter()
             .fold(Poly::default(), |a, t| a.plus(&array_bytes(t))),
-        Type::Real | Type::Bool | Type::Fun(..) => Poly::default(),
+        Type::Real | Type::Int | Type::Bool | Type::Fun(..) => Poly::default(),
     }
 }
 
 /// The bytes of the reals of `t` outside any array of it.
 fn real_bytes(t: &Type) -> Poly {
     match t {
-        Type::Real | Type::Bool => Poly::constant(8.0),
+        Type::Real | Type::Int | Type::Bool => Poly::constant(8.0),
         Type::Tuple(ts) => ts
             .iter()
             .fold(Poly::default(), |a, t| a.plus(&real_bytes(t))),
@@ -345,7 +345,9 @@ impl Coster {
     fn cost_inner(&mut self, e: &Expr) -> Result<Cost, CostError> {
         let one_move = Cost::of(1.0, 0.0, 0.0, 0.0);
         Ok(match &e.kind {
-            ExprKind::Const(_) | ExprKind::Var(_) => one_move,
+            ExprKind::Const(_) | ExprKind::Int(_) | ExprKind::Literal(_) | ExprKind::Var(_) => {
+                one_move
+            }
             ExprKind::Prim(p, args) => prim_cost(*p).plus(&self.all(args)?),
             ExprKind::Tuple(es) => self.all(es)?,
             ExprKind::Proj(x, _) | ExprKind::Index(x, _) => one_move.plus(&self.cost(x)?),
@@ -616,6 +618,7 @@ pub fn gradient_cost(
 mod tests {
     use super::*;
     use gradlift_lang::parse_expr;
+    use gradlift_lang::types::elaborate_expr;
 
     fn at(e: &str, vars: &[(&str, &str)], sizes: &[(&str, f64)]) -> [f64; 4] {
         full(e, vars, sizes).0
@@ -628,7 +631,10 @@ mod tests {
             .map(|(n, t)| (Name::from(*n), gradlift_lang::parse_type(t).unwrap()))
             .collect();
         let size_vars: Vec<Name> = sizes.iter().map(|(n, _)| Name::from(*n)).collect();
-        let c = cost(&vars, &size_vars, &parse_expr(e).unwrap()).unwrap();
+        let e = elaborate_expr(&vars, &size_vars, &parse_expr(e).unwrap())
+            .unwrap()
+            .0;
+        let c = cost(&vars, &size_vars, &e).unwrap();
         let sizes: HashMap<Name, f64> = sizes.iter().map(|(n, v)| (Name::from(*n), *v)).collect();
         (c.eval(&sizes), c.bytes(&sizes))
     }
@@ -705,12 +711,11 @@ mod tests {
     #[test]
     fn costs_are_polynomials_in_the_sizes() {
         let vars = [("M", "[[R; d]; m]")];
-        let c = cost(
-            &vars.map(|(n, t)| (Name::from(n), gradlift_lang::parse_type(t).unwrap())),
-            &[Name::from("d"), Name::from("m")],
-            &parse_expr("map (row. reduce (a, b. a + b) 0 row) M").unwrap(),
-        )
-        .unwrap();
+        let vars = vars.map(|(n, t)| (Name::from(n), gradlift_lang::parse_type(t).unwrap()));
+        let sizes = [Name::from("d"), Name::from("m")];
+        let e = parse_expr("map (row. reduce (a, b. a + b) 0 row) M").unwrap();
+        let e = elaborate_expr(&vars, &sizes, &e).unwrap().0;
+        let c = cost(&vars, &sizes, &e).unwrap();
         // m·(d·(5+2) + 1 + 1 + 2) + 1 moves; m·d adds.
         assert_eq!(c.0[0].to_string(), "7·d·m + 4·m + 1");
         assert_eq!(c.0[1].to_string(), "d·m");

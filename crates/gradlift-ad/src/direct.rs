@@ -80,6 +80,14 @@ pub enum AdError {
     /// `--wrt` names something that is not a parameter.
     #[error("`{0}` is not a parameter that can be differentiated")]
     UnknownParameter(Name),
+    /// `--wrt` names a parameter without reals.
+    #[error("`{name}` has type `{ty}`, which holds no reals: integers are not differentiated")]
+    IntegerParameter {
+        /// The parameter.
+        name: Name,
+        /// Its type.
+        ty: Type,
+    },
     /// Simplification failed (a broken invariant of the gradient program).
     #[error("simplifying the gradient program: {0}")]
     Simplify(#[from] crate::simplify::SimplifyError),
@@ -99,7 +107,9 @@ impl Spanned for AdError {
         match self {
             AdError::Unsupported { span, .. } | AdError::FunctionValue { span, .. } => *span,
             AdError::Simplify(e) => e.span(),
-            AdError::NotScalar { .. } | AdError::UnknownParameter(_) => Span::DUMMY,
+            AdError::NotScalar { .. }
+            | AdError::UnknownParameter(_)
+            | AdError::IntegerParameter { .. } => Span::DUMMY,
         }
     }
 }
@@ -130,8 +140,15 @@ pub fn reverse(closed: &Closed, wrt: &[Name], construction: Construction) -> AdR
 /// The parameters `wrt` with their types, checked.
 pub(crate) fn check_wrt(closed: &Closed, wrt: &[Name]) -> AdResult<Vec<(Name, Type)>> {
     for w in wrt {
-        if !closed.params.iter().any(|(p, t)| p == w && t.is_some()) {
-            return Err(AdError::UnknownParameter(w.clone()));
+        match closed.params.iter().find(|(p, t)| p == w && t.is_some()) {
+            None => return Err(AdError::UnknownParameter(w.clone())),
+            Some((_, Some(t))) if !has_reals(t) => {
+                return Err(AdError::IntegerParameter {
+                    name: w.clone(),
+                    ty: t.clone(),
+                })
+            }
+            Some(_) => {}
         }
     }
     if closed.ret != Type::Real {
@@ -145,6 +162,16 @@ pub(crate) fn check_wrt(closed: &Closed, wrt: &[Name]) -> AdResult<Vec<(Name, Ty
         .into_iter()
         .filter(|(n, _)| wrt.contains(n))
         .collect())
+}
+
+/// Whether a value of type `t` holds reals (and so may carry a cotangent).
+pub fn has_reals(t: &Type) -> bool {
+    match t {
+        Type::Real => true,
+        Type::Int | Type::Bool | Type::Fun(..) => false,
+        Type::Tuple(ts) => ts.iter().any(has_reals),
+        Type::Array(t, _) => has_reals(t),
+    }
 }
 
 /// Wraps `body` in the bindings, first binding outermost.
@@ -290,7 +317,7 @@ impl Deriver {
         for (p, array) in params.iter().zip(elements) {
             let inactive = match array.map(|a| &a.kind) {
                 Some(ExprKind::Var(n)) => self.inactive.contains(n) || self.size_vars.contains(n),
-                Some(ExprKind::Const(_)) => true,
+                Some(ExprKind::Const(_) | ExprKind::Int(_)) => true,
                 _ => false,
             };
             let was = if inactive {
@@ -361,6 +388,7 @@ impl Deriver {
     pub fn type_of(&mut self, atom: &Expr) -> Type {
         match &atom.kind {
             ExprKind::Const(_) => Type::Real,
+            ExprKind::Int(_) => Type::Int,
             ExprKind::Var(n) => self
                 .typer
                 .lookup(n)
@@ -536,7 +564,9 @@ impl Deriver {
         if let (StepKind::Constant, ExprKind::Const(c)) = (&kind, &value.kind) {
             self.constants.insert(out.clone(), *c);
         }
-        if self.is_inactive(&value) {
+        // A value without reals (an integer, an array of integers) carries
+        // no cotangent, whatever it is computed from.
+        if !has_reals(&ty) || self.is_inactive(&value) {
             self.inactive.insert(out.clone());
         }
         self.typer.push(out.clone(), ty.clone());
@@ -568,6 +598,8 @@ impl Deriver {
         };
         match &e.kind {
             ExprKind::Const(_) => Ok((e.clone(), Type::Real)),
+            ExprKind::Int(_) => Ok((e.clone(), Type::Int)),
+            ExprKind::Literal(_) => unsupported("an unchecked literal"),
             ExprKind::Var(n) => {
                 let atom = tape.subst.get(n).cloned().unwrap_or_else(|| var(n));
                 let ty = self.type_of(&atom);
@@ -589,7 +621,11 @@ impl Deriver {
                 r
             }
             ExprKind::Prim(p, args) => {
-                if p.info().kind() != gradlift_lang::prim::PrimKind::Real {
+                use gradlift_lang::prim::PrimKind;
+                if matches!(
+                    p.info().kind(),
+                    PrimKind::Compare | PrimKind::IntCompare | PrimKind::Logic
+                ) {
                     return unsupported("a condition outside `if`");
                 }
                 let args: Vec<Expr> = self
@@ -692,7 +728,7 @@ impl Deriver {
         for (i, a) in args.iter().enumerate() {
             if size_first && i == 0 {
                 let s = self.substitute(tape, a);
-                atoms.push((s.clone(), Type::Real));
+                atoms.push((s.clone(), Type::Int));
                 vals.push(s);
             } else {
                 let arg = self.forward(tape, a)?;
@@ -823,6 +859,10 @@ impl Deriver {
 
     fn backward(&mut self, sw: &mut Sweep, step: Step, z: Adj) -> AdResult<()> {
         match step.kind {
+            // Integer operations and conversions pass no cotangent on: the
+            // cotangent of an integer is zero, and `real(i)` is constant in
+            // the reals.
+            StepKind::Prim(p, _) if p.info().kind() != gradlift_lang::prim::PrimKind::Real => {}
             StepKind::Prim(p, args) => {
                 let z = self.atomize(sw, "z", &Type::Real, z).into_expr(&Type::Real);
                 let partials = p.partials(&args, &var(&step.out));

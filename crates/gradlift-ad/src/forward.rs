@@ -23,7 +23,9 @@
 //!                sign, and doubled the work of a Hessian-vector product)
 //! D(a < b) = D(a).0 < D(b).0        (conditions are not differentiated)
 //! D(map F A) = map D(F) D(A), D(reduce F z A) = reduce D(F) D(z) D(A), …
-//! D(iota(n)) = map (i. (i, 0)) iota(n)       (sizes stay sizes)
+//! D(k) = k, D(i + j) = D(i) + D(j), …       (integers are not lifted:
+//!                                            their tangent is zero)
+//! D(real(i)) = (real(D(i)), 0),  D(int(x)) = int(D(x).0)
 //! ```
 //!
 //! Every other construct (let, tuples, projections, `if`, array literals,
@@ -37,9 +39,8 @@ use crate::inline::Closed;
 use gradlift_lang::build::*;
 use gradlift_lang::deep::guard;
 use gradlift_lang::names::NameSupply;
-use gradlift_lang::prim::{Prim, PrimKind};
+use gradlift_lang::prim::PrimKind;
 use gradlift_lang::syntax::*;
-use std::collections::HashSet;
 
 /// `D(T)`.
 pub fn lift_type(t: &Type) -> Type {
@@ -47,7 +48,7 @@ pub fn lift_type(t: &Type) -> Type {
         Type::Real => Type::Tuple(vec![Type::Real, Type::Real]),
         Type::Tuple(ts) => Type::Tuple(ts.iter().map(lift_type).collect()),
         Type::Array(t, n) => Type::array(lift_type(t), n.clone()),
-        Type::Bool | Type::Fun(..) => t.clone(),
+        Type::Int | Type::Bool | Type::Fun(..) => t.clone(),
     }
 }
 
@@ -62,10 +63,7 @@ pub fn jvp(closed: &Closed) -> Result<Closed, AdError> {
         names.reserve(n);
     }
     reserve(&closed.body, &mut names);
-    let mut f = Forward {
-        names,
-        sizes: closed.size_vars.iter().cloned().collect(),
-    };
+    let mut f = Forward { names };
     let mut params = closed.params.clone();
     let mut joins = Vec::new();
     for (p, t) in &closed.params {
@@ -115,7 +113,6 @@ fn reserve(e: &Expr, names: &mut NameSupply) {
 
 struct Forward {
     names: NameSupply,
-    sizes: HashSet<Name>,
 }
 
 impl Forward {
@@ -138,7 +135,7 @@ impl Forward {
                     vec![v, t],
                 )
             }
-            Type::Bool | Type::Fun(..) => v,
+            Type::Int | Type::Bool | Type::Fun(..) => v,
         }
     }
 
@@ -166,31 +163,16 @@ impl Forward {
                     array_op(ArrayOp::Map, lambda(vec![pvar(&y)], t), vec![d]),
                 )
             }
+            // The tangent of an integer is zero.
+            Type::Int => (d, int(0)),
             Type::Bool | Type::Fun(..) => (d.clone(), d),
         }
     }
 
-    /// A size expression (whole numbers, size variables, `len` of arrays,
-    /// sums, differences and multiples of these) over lifted values: the
-    /// same expression, the arrays under `len` lifted (`len` of a lifted
-    /// array is the length of the array).
+    /// A size expression: an integer, which is not lifted (`len` of a
+    /// lifted array is the length of the array).
     fn size(&mut self, e: &Expr) -> Result<Expr, AdError> {
-        guard(|| {
-            Ok(match &e.kind {
-                ExprKind::Const(_) => e.clone(),
-                ExprKind::Var(n) if self.sizes.contains(n) => e.clone(),
-                ExprKind::Builtin(Builtin::Len, args) => builtin(Builtin::Len, self.all(args)?),
-                ExprKind::Prim(p @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Neg), args) => {
-                    let args = args
-                        .iter()
-                        .map(|a| self.size(a))
-                        .collect::<Result<_, _>>()?;
-                    prim(*p, args)
-                }
-                // Not a size the type checker would take: its primal part.
-                _ => proj(self.expr(e)?, 0),
-            })
-        })
+        self.expr(e)
     }
 
     fn all(&mut self, es: &[Expr]) -> Result<Vec<Expr>, AdError> {
@@ -210,11 +192,15 @@ impl Forward {
         };
         Ok(match &e.kind {
             ExprKind::Const(_) => tuple(vec![e.clone(), Expr::structural_zero()]),
-            ExprKind::Var(n) if self.sizes.contains(n) => {
-                tuple(vec![e.clone(), Expr::structural_zero()])
-            }
-            ExprKind::Var(_) => e.clone(),
+            ExprKind::Int(_) | ExprKind::Var(_) => e.clone(),
+            ExprKind::Literal(_) => return unsupported("an unchecked literal"),
             ExprKind::Prim(p, args) => match p.info().kind() {
+                PrimKind::Int | PrimKind::IntCompare => prim(*p, self.all(args)?),
+                PrimKind::ToReal => tuple(vec![prim(*p, self.all(args)?), Expr::structural_zero()]),
+                PrimKind::ToInt => {
+                    let args = self.all(args)?;
+                    prim(*p, args.into_iter().map(|a| proj(a, 0)).collect())
+                }
                 PrimKind::Compare => {
                     let args = self.all(args)?;
                     prim(*p, args.into_iter().map(|a| proj(a, 0)).collect())
@@ -260,7 +246,7 @@ impl Forward {
             // `[]` is an empty array of reals: of pairs once lifted.
             ExprKind::ArrayLit(es) if es.is_empty() => builtin(
                 Builtin::Replicate,
-                vec![real(0.0), tuple(vec![real(0.0), real(0.0)])],
+                vec![int(0), tuple(vec![real(0.0), real(0.0)])],
             ),
             ExprKind::Let {
                 pat,
@@ -299,18 +285,7 @@ impl Forward {
                 array_op(*op, self.expr(&f)?, self.all(args)?)
             }
             ExprKind::Builtin(b, args) => match b {
-                Builtin::Len => tuple(vec![builtin(*b, self.all(args)?), Expr::structural_zero()]),
-                Builtin::Iota => {
-                    let i = self.names.fresh("i");
-                    array_op(
-                        ArrayOp::Map,
-                        lambda(
-                            vec![pvar(&i)],
-                            tuple(vec![var(&i), Expr::structural_zero()]),
-                        ),
-                        vec![builtin(Builtin::Iota, vec![self.size(&args[0])?])],
-                    )
-                }
+                Builtin::Len | Builtin::Iota => builtin(*b, self.all(args)?),
                 // The count is a size: not differentiated, and kept in the
                 // form of a size so that it stays one once simplified.
                 Builtin::Replicate | Builtin::Take | Builtin::Drop => {

@@ -230,7 +230,9 @@ impl Inliner<'_> {
                 let args = args.iter().map(|a| self.expr(a, frame)).collect();
                 ExprKind::ArrayOp(*op, Box::new(f), args)
             }
-            ExprKind::Const(_) | ExprKind::PrimFn(_) => e.kind.clone(),
+            ExprKind::Const(_) | ExprKind::Int(_) | ExprKind::Literal(_) | ExprKind::PrimFn(_) => {
+                e.kind.clone()
+            }
             ExprKind::Prim(p, args) => ExprKind::Prim(*p, self.all(args, frame)),
             ExprKind::Tuple(es) => ExprKind::Tuple(self.all(es, frame)),
             ExprKind::ArrayLit(es) => ExprKind::ArrayLit(self.all(es, frame)),

@@ -164,8 +164,15 @@ pub const PASSES: &[Pass] = &[
         view: false,
         run: |c| {
             let source = c.program().clone();
-            let all: Vec<Name> = source.context().into_iter().map(|(n, _)| n).collect();
+            // By default, every parameter that holds reals.
+            let all: Vec<Name> = source
+                .context()
+                .into_iter()
+                .filter(|(_, t)| direct::has_reals(t))
+                .map(|(n, _)| n)
+                .collect();
             let wrt_names = c.wrt.clone().unwrap_or(all);
+            direct::check_wrt(&source, &wrt_names)?;
             let term = match c.options.route {
                 Route::Unf => unf_inverse::reverse(&source, &wrt_names, c.options.construction)?,
                 Route::Direct => direct::reverse(&source, &wrt_names, c.options.construction)?,

@@ -52,11 +52,20 @@ use gradlift_lang::syntax::*;
 use gradlift_lang::Prim;
 use std::fmt;
 
+/// Whether `p` is an integer operation or comparison (written `Z+`, `Z<`
+/// in UNF text, apart from the real ones of the same name).
+fn is_integer(p: Prim) -> bool {
+    use gradlift_lang::prim::PrimKind;
+    matches!(p.info().kind(), PrimKind::Int | PrimKind::IntCompare)
+}
+
 /// What an `op` computes from its `m` stack arguments.
 #[derive(Clone, Debug)]
 pub enum OpKind {
     /// A constant (`m = 0`).
     Const(f64),
+    /// An integer constant (`m = 0`).
+    Int(i64),
     /// A scalar primitive.
     Prim(Prim),
     /// An m-tuple.
@@ -184,6 +193,7 @@ impl Compiler {
     fn expr_inner(&mut self, e: &Expr) {
         match &e.kind {
             ExprKind::Const(c) => self.op(0, OpKind::Const(*c)),
+            ExprKind::Int(k) | ExprKind::Literal(k) => self.op(0, OpKind::Int(*k)),
             ExprKind::Var(n) => match self.names.get(n) {
                 Some(&index) => {
                     self.prims.push(UnfPrim::Var {
@@ -324,6 +334,9 @@ impl fmt::Display for OpKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             OpKind::Const(c) => write!(f, "{}", gradlift_lang::printer::format_real(*c)),
+            OpKind::Int(k) => write!(f, "{k}"),
+            // `Z+`: the integer form, which shares its name with the real one.
+            OpKind::Prim(p) if is_integer(*p) => write!(f, "Z{}", p.info().name),
             OpKind::Prim(p) => write!(f, "{}", p.info().name),
             OpKind::Tuple => f.write_str("tuple"),
             OpKind::Component(k) => write!(f, "π{k}"),
@@ -595,11 +608,20 @@ fn parse_kind(kind: &str) -> Result<OpKind, String> {
         };
         return Ok(OpKind::Builtin(b, sizes));
     }
+    if let Some(name) = kind.strip_prefix('Z') {
+        if let Some(p) = Prim::ALL
+            .into_iter()
+            .find(|p| is_integer(*p) && p.info().name == name)
+        {
+            return Ok(OpKind::Prim(p));
+        }
+    }
     if let Some(p) = Prim::ALL.into_iter().find(|p| p.info().name == kind) {
         return Ok(OpKind::Prim(p));
     }
     match expr(kind)?.kind {
         ExprKind::Const(c) => Ok(OpKind::Const(c)),
+        ExprKind::Literal(k) => Ok(OpKind::Int(k)),
         _ => Err(format!("`{kind}` is not an operation")),
     }
 }

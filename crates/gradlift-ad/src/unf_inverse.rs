@@ -117,6 +117,7 @@ impl Deriver {
         let typed: Vec<(Expr, Type)> = args.iter().map(|a| (a.clone(), self.type_of(a))).collect();
         let (value, step) = match kind {
             OpKind::Const(c) => (real(*c), StepKind::Constant),
+            OpKind::Int(k) => (int(*k), StepKind::Constant),
             OpKind::Size(n) => (var(n), StepKind::Constant),
             OpKind::Prim(p) => (prim(*p, args.clone()), StepKind::Prim(*p, args)),
             OpKind::Tuple => (Expr::synth(ExprKind::Tuple(args)), StepKind::Tuple(typed)),
@@ -134,7 +135,7 @@ impl Deriver {
             ),
             OpKind::Builtin(b, sizes) => {
                 let mut all: Vec<(Expr, Type)> =
-                    sizes.iter().map(|s| (s.clone(), Type::Real)).collect();
+                    sizes.iter().map(|s| (s.clone(), Type::Int)).collect();
                 all.extend(typed);
                 let value = builtin(*b, all.iter().map(|a| a.0.clone()).collect());
                 let step = match b {

@@ -17,10 +17,7 @@ fn run(
     term: &gradlift_lang::Expr,
 ) -> Value {
     let sizes = bind_sizes(&closed.name, &m.sigs[index], args).unwrap();
-    let mut vars: Vec<(Name, Value)> = sizes
-        .into_iter()
-        .map(|(n, v)| (n, Value::Real(v as f64)))
-        .collect();
+    let mut vars: Vec<(Name, Value)> = sizes.into_iter().map(|(n, v)| (n, Value::Int(v))).collect();
     let mut values = args.iter().chain(extra);
     for (p, _) in &closed.params {
         if let Some(v) = values.next() {

@@ -57,10 +57,7 @@ fn gradient(
     .unwrap_or_else(|e| panic!("{e}"));
     let sig = &m.sigs[index];
     let sizes = bind_sizes(&closed.name, sig, args).unwrap();
-    let mut vars: Vec<(Name, Value)> = sizes
-        .into_iter()
-        .map(|(n, v)| (n, Value::Real(v as f64)))
-        .collect();
+    let mut vars: Vec<(Name, Value)> = sizes.into_iter().map(|(n, v)| (n, Value::Int(v))).collect();
     for ((p, _), a) in sig.params.iter().zip(args) {
         vars.push((p.clone(), a.clone()));
     }

@@ -28,12 +28,11 @@ fn gradient(
     .unwrap_or_else(|e| panic!("{e}"));
     let sig = &m.sigs[index];
     let sizes = bind_sizes(&closed.name, sig, args).expect("arguments fit");
-    let mut vars: Vec<(Name, Value)> = sizes
-        .into_iter()
-        .map(|(n, v)| (n, Value::Real(v as f64)))
-        .collect();
-    for ((p, _), a) in sig.params.iter().zip(args) {
-        vars.push((p.clone(), a.clone()));
+    let mut vars: Vec<(Name, Value)> = sizes.into_iter().map(|(n, v)| (n, Value::Int(v))).collect();
+    for ((p, t), a) in sig.params.iter().zip(args) {
+        if t.is_some() {
+            vars.push((p.clone(), a.clone()));
+        }
     }
     let out = interp::eval_expr(m, &vars, &term).unwrap_or_else(|e| panic!("{e}\n{term}"));
     let Value::Tuple(parts) = out else {
@@ -331,7 +330,7 @@ fn the_verifier_finds_broken_terms() {
     use gradlift_ad::pipeline::verify_term;
     use gradlift_lang::{parse_expr, Name, Type};
     let ctx = [(Name::from("x"), Type::Real)];
-    let ok = parse_expr("let y = x * 2 in map (a. a + y) [y, x]").unwrap();
+    let ok = parse_expr("let y = x * 2.0 in map (a. a + y) [y, x]").unwrap();
     let ty = Type::array(Type::Real, gradlift_lang::Size::lit(2));
     assert!(verify_term(&ctx, &[], &ok, &ty, true).is_ok());
     assert!(verify_term(&ctx, &[], &ok, &Type::Real, true)
@@ -344,6 +343,6 @@ fn the_verifier_finds_broken_terms() {
         "{e}"
     );
     // The same name in disjoint scopes is not shadowing.
-    let disjoint = parse_expr("(map (a. a) [x])[0] + (map (a. a * 2) [x])[0]").unwrap();
+    let disjoint = parse_expr("(map (a. a) [x])[0] + (map (a. a * 2.0) [x])[0]").unwrap();
     assert!(verify_term(&ctx, &[], &disjoint, &Type::Real, true).is_ok());
 }

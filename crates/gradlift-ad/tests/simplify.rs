@@ -264,7 +264,8 @@ fn the_verifier_names_what_is_higher_order() {
 
 #[test]
 fn the_module_example_holds() {
-    let input = parse_expr("let Y = fun (a: R, z: R) -> (a + x * z, z * y) in Y(0, 1)").unwrap();
+    let input =
+        parse_expr("let Y = fun (a: R, z: R) -> (a + x * z, z * y) in Y(0.0, 1.0)").unwrap();
     let out = simplify(&input, &Options::default()).unwrap();
     assert_eq!(out.to_string(), "(0.0 + x, y)");
 }

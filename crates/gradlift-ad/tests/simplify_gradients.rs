@@ -149,10 +149,8 @@ fn gradient_programs_simplify_to_the_same_values() {
         }
         let closed = inline(&checked, index);
         let sizes = bind_sizes(&closed.name, sig, &case.args).expect("the case's arguments fit");
-        let mut vars: Vec<(Name, Value)> = sizes
-            .into_iter()
-            .map(|(n, v)| (n, Value::Real(v as f64)))
-            .collect();
+        let mut vars: Vec<(Name, Value)> =
+            sizes.into_iter().map(|(n, v)| (n, Value::Int(v))).collect();
         for ((p, _), a) in sig.params.iter().zip(&case.args) {
             vars.push((p.clone(), a.clone()));
         }

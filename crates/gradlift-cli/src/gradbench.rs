@@ -450,7 +450,7 @@ fn flat_len(ty: &Type, vars: &[Name], words: &[i64]) -> Option<usize> {
     let sizes: HashMap<Name, i64> = vars.iter().cloned().zip(words.iter().copied()).collect();
     fn go(ty: &Type, sizes: &HashMap<Name, i64>) -> Option<usize> {
         match ty {
-            Type::Real => Some(1),
+            Type::Real | Type::Int => Some(1),
             Type::Tuple(ts) => ts
                 .iter()
                 .try_fold(0usize, |acc, t| acc.checked_add(go(t, sizes)?)),
@@ -473,6 +473,8 @@ fn shape_json<'a>(
 ) -> Json {
     match ty {
         Type::Real => Value::Real(xs.next().copied().unwrap_or(f64::NAN)).to_json(),
+        // An integer's slot holds its bits.
+        Type::Int => Value::Int(xs.next().map_or(0, |x| x.to_bits() as i64)).to_json(),
         Type::Tuple(ts) => Json::Array(ts.iter().map(|t| shape_json(t, sizes, xs)).collect()),
         Type::Array(t, n) => Json::Array(
             (0..size_value(n, sizes).max(0))

@@ -78,7 +78,7 @@ fn constructs() -> Vec<Program> {
             "n=3",
         ),
         written(
-            "def f(A: [R; n], s: size) -> R = reduce (+) 0 (concat(A, iota(s))) + reduce (*) 1 (replicate(s, A[0]))",
+            "def f(A: [R; n], s: size) -> R = reduce (+) 0 (concat(A, map (i. real(i)) iota(s))) + reduce (*) 1 (replicate(s, A[0])) + real(reduce (+) 0 (iota(s)))",
             &[("A", "[1, 2, 3]"), ("s", "2")],
             "n=3,s=2",
         ),
@@ -211,6 +211,7 @@ fn generated(seed: u64, higher_order: bool) -> Program {
 fn at_text(v: &Value) -> String {
     match v {
         Value::Real(x) => format!("{x:?}"),
+        Value::Int(k) => format!("{k}"),
         Value::Tuple(xs) => format!(
             "({})",
             xs.iter().map(at_text).collect::<Vec<_>>().join(", ")

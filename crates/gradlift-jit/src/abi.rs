@@ -41,11 +41,15 @@ pub enum Status {
     /// An array computed in a loop has a different shape in different
     /// iterations (the type system rules this out; checked for safety).
     ShapeMismatch = 8,
+    /// An integer divided by 0 (`//` or `%`).
+    DivisionByZero = 9,
+    /// `int(x)` of a NaN or of a real beyond ±2⁶³.
+    IntOutOfRange = 10,
 }
 
 impl Status {
     /// Every status, by code.
-    pub const ALL: [Status; 9] = [
+    pub const ALL: [Status; 11] = [
         Status::Ok,
         Status::WorkspaceTooSmall,
         Status::OutputTooSmall,
@@ -55,6 +59,8 @@ impl Status {
         Status::BadSize,
         Status::SizeOverflow,
         Status::ShapeMismatch,
+        Status::DivisionByZero,
+        Status::IntOutOfRange,
     ];
 
     /// The status with this code.
@@ -74,6 +80,8 @@ impl Status {
             Status::BadSize => "a size is negative, not a whole number, or too large",
             Status::SizeOverflow => "a byte count overflows",
             Status::ShapeMismatch => "rows of different shapes",
+            Status::DivisionByZero => "an integer divided by zero (`//` or `%`)",
+            Status::IntOutOfRange => "`int` of a NaN or of a real beyond the integers (±2^63)",
         }
     }
 }

@@ -31,14 +31,19 @@ pub(crate) fn bind(sig: &Signature, args: &[Value], sizes: &mut Vec<Option<i64>>
     }
     for ((name, ty), arg) in sig.params.iter().zip(args) {
         if ty.is_none() {
-            let Value::Real(x) = arg else { return false };
-            if x.fract() != 0.0 || *x < 0.0 || *x > crate::abi::MAX_LEN as f64 {
-                return false;
-            }
+            let x = match arg {
+                Value::Int(k) if (0..=crate::abi::MAX_LEN).contains(k) => *k,
+                Value::Real(x)
+                    if x.fract() == 0.0 && *x >= 0.0 && *x <= crate::abi::MAX_LEN as f64 =>
+                {
+                    *x as i64
+                }
+                _ => return false,
+            };
             let Some(i) = vars.iter().position(|v| v == name) else {
                 return false;
             };
-            sizes[i] = Some(*x as i64);
+            sizes[i] = Some(x);
         }
     }
     for _ in 0..=vars.len() {
@@ -79,7 +84,7 @@ fn eval(s: &Size, vars: &[Name], sizes: &[Option<i64>], skip: Option<&Name>) -> 
 /// a variable was bound, `None` if `arg` is not of `ty`'s form.
 fn solve(ty: &Type, arg: &Value, vars: &[Name], sizes: &mut [Option<i64>]) -> Option<bool> {
     match (ty, arg) {
-        (Type::Real, Value::Real(_)) => Some(false),
+        (Type::Real, Value::Real(_)) | (Type::Int, Value::Int(_)) => Some(false),
         (Type::Tuple(ts), Value::Tuple(xs)) if ts.len() == xs.len() => {
             let mut progress = false;
             for (t, x) in ts.iter().zip(xs.iter()) {
@@ -115,7 +120,7 @@ fn solve(ty: &Type, arg: &Value, vars: &[Name], sizes: &mut [Option<i64>]) -> Op
 /// Whether `arg` has exactly the shape of `ty` at `sizes`.
 fn fits(ty: &Type, arg: &Value, vars: &[Name], sizes: &[Option<i64>]) -> bool {
     match (ty, arg) {
-        (Type::Real, Value::Real(_)) => true,
+        (Type::Real, Value::Real(_)) | (Type::Int, Value::Int(_)) => true,
         (Type::Tuple(ts), Value::Tuple(xs)) => {
             ts.len() == xs.len()
                 && ts
@@ -144,6 +149,11 @@ pub(crate) fn fill(
     let in_place = match (ty, &mut *v) {
         (Type::Real, Value::Real(x)) => {
             *x = data[*at];
+            *at += 1;
+            true
+        }
+        (Type::Int, Value::Int(k)) => {
+            *k = data[*at].to_bits() as i64;
             *at += 1;
             true
         }

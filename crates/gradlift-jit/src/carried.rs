@@ -69,7 +69,7 @@ fn array_views(v: &Values, out: &mut Vec<Value>) {
     match v {
         Values::Tuple(vs) => vs.iter().for_each(|v| array_views(v, out)),
         Values::Array(a) => out.push(a.ptr),
-        Values::Real(_) | Values::Bool(_) => {}
+        Values::Real(_) | Values::Int(_) | Values::Bool(_) => {}
     }
 }
 
@@ -88,7 +88,7 @@ fn array_leaves(v: &Values, out: &mut Vec<Shape>) {
     match v {
         Values::Tuple(vs) => vs.iter().for_each(|v| array_leaves(v, out)),
         Values::Array(a) => out.push(Shape::Array(a.len, Box::new(a.elem.clone()))),
-        Values::Real(_) | Values::Bool(_) => {}
+        Values::Real(_) | Values::Int(_) | Values::Bool(_) => {}
     }
 }
 
@@ -223,7 +223,7 @@ impl Translator<'_, '_> {
                     *flat += 2 + inner.len();
                     Dest::At(t.b.use_var(*next), shape.clone(), (ptr, len))
                 }
-                Values::Real(_) | Values::Bool(_) => {
+                Values::Real(_) | Values::Int(_) | Values::Bool(_) => {
                     *flat += 1;
                     Dest::Value
                 }

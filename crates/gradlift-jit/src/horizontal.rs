@@ -341,7 +341,8 @@ fn evaluated_folds<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
 /// (the lengths a `map2` checks are equal by typing).
 fn total(e: &Expr) -> bool {
     gradlift_lang::deep::guard(|| match &e.kind {
-        ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::PrimFn(_) => true,
+        ExprKind::Const(_) | ExprKind::Int(_) | ExprKind::Var(_) | ExprKind::PrimFn(_) => true,
+        ExprKind::Prim(p, _) if p.can_fail() => false,
         ExprKind::Prim(_, args) | ExprKind::Tuple(args) => args.iter().all(total),
         ExprKind::Let { value, body, .. } => total(value) && total(body),
         ExprKind::Proj(x, _) => total(x),

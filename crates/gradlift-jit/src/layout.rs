@@ -6,9 +6,9 @@ use gradlift_lang::syntax::{Name, Size, Type};
 use gradlift_lang::Value;
 use std::sync::Arc;
 
-/// Appends the reals of `v`, depth first.
+/// Appends the slots of `v` (reals, and integers' bits), depth first.
 pub(crate) fn flatten_into(v: &Value, out: &mut Vec<f64>) {
-    v.flatten(out)
+    v.slots(out)
 }
 
 pub(crate) fn size_value(s: &Size, vars: &[Name], sizes: &[i64]) -> Option<i64> {
@@ -31,7 +31,7 @@ pub(crate) fn strict_flat_len(ty: &Type, vars: &[Name], sizes: &[i64]) -> Option
 
 fn len_of(ty: &Type, vars: &[Name], sizes: &[i64], strict: bool) -> Option<usize> {
     match ty {
-        Type::Real => Some(1),
+        Type::Real | Type::Int => Some(1),
         Type::Tuple(ts) => ts.iter().try_fold(0usize, |acc, t| {
             acc.checked_add(len_of(t, vars, sizes, strict)?)
         }),
@@ -63,6 +63,11 @@ fn build(ty: &Type, vars: &[Name], sizes: &[i64], data: &[f64], at: &mut usize) 
         Type::Real => {
             *at += 1;
             Value::Real(data[*at - 1])
+        }
+        // An integer's slot holds its bits.
+        Type::Int => {
+            *at += 1;
+            Value::Int(data[*at - 1].to_bits() as i64)
         }
         Type::Tuple(ts) => Value::Tuple(
             ts.iter()

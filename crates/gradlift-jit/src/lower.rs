@@ -19,10 +19,10 @@
 
 use crate::abi::Status;
 use crate::annotate::{one_line, Labels};
-use crate::prims::{lower_prim, REAL};
+use crate::prims::lower_prim;
 use crate::values::{load, ArrayVal, Values};
 use crate::JitError;
-use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
     types, Block, FuncRef, GlobalValue, InstBuilder, InstructionData, Opcode, Value, ValueDef,
 };
@@ -465,12 +465,14 @@ impl Translator<'_, '_> {
     fn lower_inner(&mut self, e: &Expr) -> Result<Values, JitError> {
         match &e.kind {
             ExprKind::Const(c) => Ok(Values::Real(self.b.ins().f64const(*c))),
+            ExprKind::Int(k) => Ok(Values::Int(self.iconst(*k))),
+            ExprKind::Literal(_) => Err(JitError::Internal("an unchecked literal".into())),
             ExprKind::Var(n) => {
                 if let Some(v) = self.env.get(n) {
                     let v = v.clone();
                     Ok(self.inside(v))
                 } else if let Some(&s) = self.sizes.get(n) {
-                    Ok(Values::Real(self.b.ins().fcvt_from_sint(REAL, s)))
+                    Ok(Values::Int(s))
                 } else {
                     Err(JitError::Internal(format!("unbound variable `{n}`")))
                 }
@@ -479,16 +481,19 @@ impl Translator<'_, '_> {
                 let mut xs = Vec::with_capacity(args.len());
                 for a in args {
                     match self.lower(a)? {
-                        Values::Real(v) | Values::Bool(v) => xs.push(v),
+                        Values::Real(v) | Values::Int(v) | Values::Bool(v) => xs.push(v),
                         _ => return Err(JitError::Internal(format!("operand of `{p}`"))),
                     }
                 }
+                self.check_operands(*p, &xs);
                 let calls = &self.calls;
                 let lookup = |q: gradlift_lang::Prim| calls[&q];
                 let v = lower_prim(self.b, &lookup, self.exp_table, *p, &xs);
+                use gradlift_lang::prim::PrimKind;
                 Ok(match p.info().kind() {
-                    gradlift_lang::prim::PrimKind::Real => Values::Real(v),
-                    _ => Values::Bool(v),
+                    PrimKind::Real | PrimKind::ToReal => Values::Real(v),
+                    PrimKind::Int | PrimKind::ToInt => Values::Int(v),
+                    PrimKind::Compare | PrimKind::IntCompare | PrimKind::Logic => Values::Bool(v),
                 })
             }
             ExprKind::Let { .. } => self.let_chain(e),
@@ -523,19 +528,37 @@ impl Translator<'_, '_> {
         }
     }
 
+    /// The checks an integer operation needs before it is computed: a
+    /// divisor that is not 0 (`//`, `%`), a real within the integers
+    /// (`int`). [`lower_prim`] computes them assuming these hold.
+    fn check_operands(&mut self, p: gradlift_lang::Prim, xs: &[Value]) {
+        use gradlift_lang::Prim;
+        match p {
+            Prim::IDiv | Prim::IMod => {
+                if self.constant(xs[1]).is_some_and(|d| d != 0) {
+                    return;
+                }
+                let ok = self.b.ins().icmp_imm_s(IntCC::NotEqual, xs[1], 0);
+                let zero = self.iconst(0);
+                self.check(ok, Status::DivisionByZero, zero);
+            }
+            Prim::ToInt => {
+                let a = self.b.ins().fabs(xs[0]);
+                let limit = self.b.ins().f64const(gradlift_lang::prim::INT_LIMIT);
+                // False for NaN.
+                let ok = self.b.ins().fcmp(FloatCC::LessThan, a, limit);
+                let zero = self.iconst(0);
+                self.check(ok, Status::IntOutOfRange, zero);
+            }
+            _ => {}
+        }
+    }
+
     /// Lowers a term that must be an array.
     pub fn array(&mut self, e: &Expr) -> Result<ArrayVal, JitError> {
         match self.lower(e)? {
             Values::Array(a) => Ok(a),
             _ => Err(JitError::Internal("expected an array".into())),
-        }
-    }
-
-    /// Lowers a term that must be a real.
-    pub fn real(&mut self, e: &Expr) -> Result<Value, JitError> {
-        match self.lower(e)? {
-            Values::Real(v) => Ok(v),
-            _ => Err(JitError::Internal("expected a real".into())),
         }
     }
 

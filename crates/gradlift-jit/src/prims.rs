@@ -21,7 +21,7 @@ use cranelift_codegen::ir::{
     types, BlockArg, FuncRef, GlobalValue, InstBuilder, MemFlagsData, Value,
 };
 use cranelift_frontend::FunctionBuilder;
-use gradlift_lang::prim::{Comparison, Connective, Instruction, Lowering, Sequence};
+use gradlift_lang::prim::{Comparison, Connective, Instruction, IntOp, Lowering, Sequence};
 use gradlift_lang::syntax::{Expr, ExprKind};
 use gradlift_lang::Prim;
 use std::collections::BTreeSet;
@@ -331,7 +331,55 @@ pub(crate) fn lower_prim(
             Connective::Or => b.ins().bor(args[0], args[1]),
             Connective::Not => b.ins().bxor_imm_s(args[0], 1),
         },
+        Lowering::Int(op) => match op {
+            IntOp::Add => b.ins().iadd(args[0], args[1]),
+            IntOp::Sub => b.ins().isub(args[0], args[1]),
+            IntOp::Mul => b.ins().imul(args[0], args[1]),
+            IntOp::Neg => b.ins().ineg(args[0]),
+            IntOp::Min => b.ins().smin(args[0], args[1]),
+            IntOp::Max => b.ins().smax(args[0], args[1]),
+            IntOp::Div => floor_div_mod(b, args[0], args[1]).0,
+            IntOp::Mod => floor_div_mod(b, args[0], args[1]).1,
+        },
+        Lowering::IntCompare(c) => {
+            let cc = match c {
+                Comparison::Lt => IntCC::SignedLessThan,
+                Comparison::Le => IntCC::SignedLessThanOrEqual,
+                Comparison::Gt => IntCC::SignedGreaterThan,
+                Comparison::Ge => IntCC::SignedGreaterThanOrEqual,
+                Comparison::Eq => IntCC::Equal,
+                Comparison::Ne => IntCC::NotEqual,
+            };
+            b.ins().icmp(cc, args[0], args[1])
+        }
+        Lowering::ToReal => b.ins().fcvt_from_sint(REAL, args[0]),
+        // In range, checked by the caller; saturating, so it cannot trap
+        // whatever it is given.
+        Lowering::ToInt => b.ins().fcvt_to_sint_sat(types::I64, args[0]),
     }
+}
+
+/// `(a // d, a % d)` rounded down, for `d ≠ 0` (checked by the caller):
+/// the truncated quotient and remainder, moved down by one (and the
+/// remainder up by `d`) where the remainder is not 0 and its sign is not
+/// `d`'s. `d = -1` is given to the instructions as 1 (`i64::MIN / -1`
+/// traps), its quotient being `-a` (wrapping) and its remainder 0.
+fn floor_div_mod(b: &mut FunctionBuilder, a: Value, d: Value) -> (Value, Value) {
+    let minus_one = b.ins().icmp_imm_s(IntCC::Equal, d, -1);
+    let one = b.ins().iconst(types::I64, 1);
+    let safe = b.ins().select(minus_one, one, d);
+    let q = b.ins().sdiv(a, safe);
+    let r = b.ins().srem(a, safe);
+    let nonzero = b.ins().icmp_imm_s(IntCC::NotEqual, r, 0);
+    let signs = b.ins().bxor(r, safe);
+    let differ = b.ins().icmp_imm_s(IntCC::SignedLessThan, signs, 0);
+    let adjust = b.ins().band(nonzero, differ);
+    let q_down = b.ins().iadd_imm_s(q, -1);
+    let r_up = b.ins().iadd(r, safe);
+    let q = b.ins().select(adjust, q_down, q);
+    let r = b.ins().select(adjust, r_up, r);
+    let negated = b.ins().ineg(a);
+    (b.ins().select(minus_one, negated, q), r)
 }
 
 /// The Cranelift type of a real.

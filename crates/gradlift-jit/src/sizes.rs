@@ -91,7 +91,7 @@ impl Translator<'_, '_> {
     /// [`Translator::bytes`] with its overflow checks pending.
     pub fn bytes_deferred(&mut self, shape: &Shape) -> Result<Value, JitError> {
         Ok(match shape {
-            Shape::Real => self.iconst(8),
+            Shape::Real | Shape::Int => self.iconst(8),
             Shape::Tuple(ss) => {
                 let mut total = self.iconst(0);
                 for s in ss {
@@ -175,6 +175,7 @@ impl Translator<'_, '_> {
     pub fn shape_of_type(&mut self, ty: &Type, strict: bool) -> Result<Shape, JitError> {
         Ok(match ty {
             Type::Real => Shape::Real,
+            Type::Int => Shape::Int,
             Type::Tuple(ts) => Shape::Tuple(
                 ts.iter()
                     .map(|t| self.shape_of_type(t, strict))

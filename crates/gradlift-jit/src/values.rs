@@ -1,12 +1,14 @@
 //! How values of the language live in generated code.
 //!
-//! - `R` is one `f64` SSA value; a condition is an `i8` (0 or 1).
+//! - `R` is one `f64` SSA value, `Z` one `i64`; a condition is an `i8`
+//!   (0 or 1).
 //! - A tuple is its components, flattened: no memory is involved.
 //! - An array is a view `(ptr, len)` of `len` elements stored one after the
 //!   other, each element taking the same number of `f64` slots: arrays are
 //!   regular (the sizes are in the types), so an array of arrays is stored
 //!   row-major and an array of tuples as flattened rows (array of
-//!   structures). The element layout is a [`Shape`]: the lengths of the
+//!   structures). Every scalar takes one 8-byte slot: a real's `f64`, an
+//!   integer's two's-complement `i64`. The element layout is a [`Shape`]: the lengths of the
 //!   inner arrays, as `i64` SSA values, shared by every element.
 //!
 //! Slicing (`shift1L`, `take`, `drop`, indexing an outer array) therefore
@@ -20,6 +22,8 @@ use cranelift_frontend::FunctionBuilder;
 pub(crate) enum Shape {
     /// One `f64`.
     Real,
+    /// One `i64`.
+    Int,
     /// Components one after the other.
     Tuple(Vec<Shape>),
     /// `len` elements of the inner shape, inline.
@@ -42,6 +46,8 @@ pub(crate) struct ArrayVal {
 pub(crate) enum Values {
     /// A real (`f64`).
     Real(Value),
+    /// An integer (`i64`).
+    Int(Value),
     /// A condition (`i8`).
     Bool(Value),
     /// A tuple.
@@ -51,10 +57,10 @@ pub(crate) enum Values {
 }
 
 impl Shape {
-    /// Whether the layout holds reals only (no arrays).
+    /// Whether the layout holds scalars only (no arrays).
     pub fn reals_only(&self) -> bool {
         match self {
-            Shape::Real => true,
+            Shape::Real | Shape::Int => true,
             Shape::Tuple(ss) => ss.iter().all(Shape::reals_only),
             Shape::Array(..) => false,
         }
@@ -63,7 +69,7 @@ impl Shape {
     /// Appends the inner lengths, outermost first.
     pub fn flatten(&self, out: &mut Vec<Value>) {
         match self {
-            Shape::Real => {}
+            Shape::Real | Shape::Int => {}
             Shape::Tuple(ss) => ss.iter().for_each(|s| s.flatten(out)),
             Shape::Array(len, elem) => {
                 out.push(*len);
@@ -76,6 +82,7 @@ impl Shape {
     pub fn rebuild(&self, vals: &mut impl Iterator<Item = Value>) -> Shape {
         match self {
             Shape::Real => Shape::Real,
+            Shape::Int => Shape::Int,
             Shape::Tuple(ss) => Shape::Tuple(ss.iter().map(|s| s.rebuild(vals)).collect()),
             Shape::Array(_, elem) => {
                 let len = vals.next().expect("as many values as flattened");
@@ -89,7 +96,7 @@ impl Values {
     /// Every SSA value it consists of, in a fixed order.
     pub fn flatten(&self, out: &mut Vec<Value>) {
         match self {
-            Values::Real(v) | Values::Bool(v) => out.push(*v),
+            Values::Real(v) | Values::Int(v) | Values::Bool(v) => out.push(*v),
             Values::Tuple(vs) => vs.iter().for_each(|v| v.flatten(out)),
             Values::Array(a) => {
                 out.push(a.ptr);
@@ -105,6 +112,7 @@ impl Values {
         let mut next = || vals.next().expect("as many values as flattened");
         match self {
             Values::Real(_) => Values::Real(next()),
+            Values::Int(_) => Values::Int(next()),
             Values::Bool(_) => Values::Bool(next()),
             Values::Tuple(vs) => Values::Tuple(vs.iter().map(|v| v.rebuild(vals)).collect()),
             Values::Array(a) => {
@@ -120,6 +128,7 @@ impl Values {
     pub fn shape(&self) -> Option<Shape> {
         Some(match self {
             Values::Real(_) => Shape::Real,
+            Values::Int(_) => Shape::Int,
             Values::Bool(_) => return None,
             Values::Tuple(vs) => Shape::Tuple(vs.iter().map(Values::shape).collect::<Option<_>>()?),
             Values::Array(a) => Shape::Array(a.len, Box::new(a.elem.clone())),
@@ -145,6 +154,7 @@ pub(crate) fn mem() -> MemFlagsData {
 pub(crate) fn load(b: &mut FunctionBuilder, addr: Value, shape: &Shape) -> Values {
     match shape {
         Shape::Real => Values::Real(b.ins().load(types::F64, mem(), addr, 0)),
+        Shape::Int => Values::Int(b.ins().load(types::I64, mem(), addr, 0)),
         Shape::Tuple(ss) => {
             let mut at = addr;
             let mut out = Vec::with_capacity(ss.len());
@@ -178,7 +188,7 @@ pub(crate) fn opaque(b: &mut FunctionBuilder, ptr: Value) -> Value {
 /// shapes whose size was checked when their storage was allocated.
 pub(crate) fn unchecked_bytes(b: &mut FunctionBuilder, shape: &Shape) -> Value {
     match shape {
-        Shape::Real => b.ins().iconst(types::I64, 8),
+        Shape::Real | Shape::Int => b.ins().iconst(types::I64, 8),
         Shape::Tuple(ss) => {
             let mut total = b.ins().iconst(types::I64, 0);
             for s in ss {

@@ -139,7 +139,7 @@ impl SizeVars<'_> {
     /// lays it out: 8 a real, tuples and array elements inline).
     pub fn bytes(&self, ty: &Type) -> Bytes {
         match ty {
-            Type::Real => Bytes::Const(8),
+            Type::Real | Type::Int => Bytes::Const(8),
             Type::Tuple(ts) => sum(ts.iter().map(|t| self.bytes(t)).collect()),
             Type::Array(elem, n) => self.len(n).times(self.bytes(elem)),
             // No layout (the lowering refuses them).

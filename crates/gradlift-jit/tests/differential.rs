@@ -96,7 +96,7 @@ fn sections_as_function_arguments() {
     let mut closed = gradlift_ad::inline::inline(&m, 0);
     // Contract the inlined lambdas back to sections, as simplification does.
     closed.body =
-        gradlift_lang::parse_expr("(reduce (+) 0 (map2 (*) A B), scanl max (-inf) (map exp A))")
+        gradlift_lang::parse_expr("(reduce (+) 0.0 (map2 (*) A B), scanl max (-inf) (map exp A))")
             .unwrap();
     let f = gradlift_jit::Jit::new().unwrap().compile(&closed).unwrap();
     let args = [

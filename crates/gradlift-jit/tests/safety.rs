@@ -40,6 +40,22 @@ fn run_time_errors_are_statuses() {
             "def f(a: [R; n]) -> R = reduce (+) 0 (take(5, a))",
             Status::TakeDropOutOfRange,
         ),
+        (
+            "def f(a: [R; n]) -> R = real(len(a) // (len(a) - 3))",
+            Status::DivisionByZero,
+        ),
+        (
+            "def f(a: [R; n]) -> R = real(7 % (n - 3)) * a[0]",
+            Status::DivisionByZero,
+        ),
+        (
+            "def f(a: [R; n]) -> R = real(int(a[0] / 0.0))",
+            Status::IntOutOfRange,
+        ),
+        (
+            "def f(a: [R; n]) -> R = real(int(a[0] * 1e300))",
+            Status::IntOutOfRange,
+        ),
     ];
     for (source, status) in cases {
         let f = compile(source);
@@ -51,7 +67,7 @@ fn run_time_errors_are_statuses() {
 #[test]
 fn a_huge_size_is_refused_not_allocated() {
     // A result past the limit: refused, nothing allocated.
-    let f = compile("def f(s: size) -> [R; s] = map (i. i * 2) (iota(s))");
+    let f = compile("def f(s: size) -> [R; s] = map (i. real(i) * 2) (iota(s))");
     let got = f.call(&[Value::Real(1e11)]);
     assert!(
         matches!(got, Err(CallError::OutputLimit { needed, limit })

@@ -1,6 +1,8 @@
 //! Argument values for a call, as the command line writes them
 //! (`x=1.5, A=[1,2,3], p=(1,2), M=[[1,2],[3,4]], s=100`) or as a JSON
 //! object (`@file.json`), converted to [`Value`]s by the parameter types.
+//! A `Z` parameter takes a number written without a decimal point or an
+//! exponent (a JSON integer); an `R` parameter takes any number.
 
 use crate::lexer::{lex, Tok};
 use crate::span::{SourceFile, Span, Spanned};
@@ -15,6 +17,9 @@ use thiserror::Error;
 pub enum ArgValue {
     /// A number (`inf`, `-inf`, `nan` included).
     Num(f64, Span),
+    /// A whole number written without a decimal point or an exponent,
+    /// within the 64-bit integers.
+    Int(i64, Span),
     /// `[a, b, …]` (a JSON array: an array or a tuple).
     List(Vec<ArgValue>, Span),
     /// `(a, b, …)`.
@@ -24,7 +29,10 @@ pub enum ArgValue {
 impl ArgValue {
     fn span(&self) -> Span {
         match self {
-            ArgValue::Num(_, s) | ArgValue::List(_, s) | ArgValue::Tuple(_, s) => *s,
+            ArgValue::Num(_, s)
+            | ArgValue::Int(_, s)
+            | ArgValue::List(_, s)
+            | ArgValue::Tuple(_, s) => *s,
         }
     }
 }
@@ -179,7 +187,10 @@ impl Args {
             };
             out.push(match ty {
                 None => match v {
-                    ArgValue::Num(x, _) if x.fract() == 0.0 && *x >= 0.0 => Value::Real(*x),
+                    ArgValue::Int(k, _) if *k >= 0 => Value::Int(*k),
+                    ArgValue::Num(x, _) if x.fract() == 0.0 && *x >= 0.0 && *x < 9.0e15 => {
+                        Value::Int(*x as i64)
+                    }
                     other => {
                         return Err(ArgsError::Value {
                             message: format!("`{p}` is a size: it needs a whole number ≥ 0"),
@@ -209,6 +220,23 @@ fn parse_value(
     }
     let t = &toks[*pos];
     let v = match &t.tok {
+        Tok::Number(s)
+            if s.bytes().all(|b| b.is_ascii_digit())
+                && format!("{}{s}", if negative { "-" } else { "" })
+                    .parse::<i64>()
+                    .is_ok() =>
+        {
+            let k: i64 = format!("{}{s}", if negative { "-" } else { "" })
+                .parse()
+                .expect("checked");
+            *pos += 1;
+            if negative && k == 0 {
+                // `-0` is the real −0.
+                ArgValue::Num(-0.0, start.to(t.span))
+            } else {
+                ArgValue::Int(k, start.to(t.span))
+            }
+        }
         Tok::Number(s) => {
             let x: f64 = s.parse().map_err(|_| ArgsError::Syntax {
                 message: format!("`{s}` is not a number"),
@@ -262,10 +290,13 @@ fn parse_value(
 
 fn json_value(name: &str, v: &serde_json::Value) -> Result<ArgValue, ArgsError> {
     match v {
-        serde_json::Value::Number(n) => Ok(ArgValue::Num(
-            n.as_f64().expect("serde_json numbers convert to f64"),
-            Span::DUMMY,
-        )),
+        serde_json::Value::Number(n) => Ok(match n.as_i64() {
+            Some(k) => ArgValue::Int(k, Span::DUMMY),
+            None => ArgValue::Num(
+                n.as_f64().expect("serde_json numbers convert to f64"),
+                Span::DUMMY,
+            ),
+        }),
         serde_json::Value::String(s)
             if matches!(
                 s.as_str(),
@@ -303,6 +334,14 @@ fn convert(path: &str, ty: &Type, v: &ArgValue) -> Result<Value, ArgsError> {
     };
     match (ty, v) {
         (Type::Real, ArgValue::Num(x, _)) => Ok(Value::Real(*x)),
+        (Type::Real, ArgValue::Int(k, _)) => Ok(Value::Real(*k as f64)),
+        (Type::Int, ArgValue::Int(k, _)) => Ok(Value::Int(*k)),
+        (Type::Int, ArgValue::Num(..)) => Err(ArgsError::Value {
+            message: format!(
+                "`{path}` is an integer (`Z`): write a whole number without a decimal point"
+            ),
+            span: v.span(),
+        }),
         (Type::Tuple(ts), ArgValue::Tuple(xs, _) | ArgValue::List(xs, _))
             if ts.len() == xs.len() =>
         {
@@ -320,7 +359,7 @@ fn convert(path: &str, ty: &Type, v: &ArgValue) -> Result<Value, ArgsError> {
                 .map(|(i, x)| convert(&format!("{path}[{i}]"), t, x))
                 .collect::<Result<_, _>>()?,
         )),
-        (_, ArgValue::Num(..)) => Err(wrong("a number")),
+        (_, ArgValue::Num(..) | ArgValue::Int(..)) => Err(wrong("a number")),
         (_, ArgValue::List(xs, _)) => Err(wrong(&format!(
             "a list of {}",
             crate::span::count(xs.len(), "element")

@@ -114,26 +114,31 @@ pub fn builtin(b: Builtin, args: Vec<Expr>) -> Expr {
     Expr::synth(ExprKind::Builtin(b, args))
 }
 
-/// A size as an expression (`n + 1`, `2*m`, `3`).
+/// An integer constant.
+pub fn int(k: i64) -> Expr {
+    Expr::synth(ExprKind::Int(k))
+}
+
+/// A size as an integer expression (`n + 1`, `2*m`, `3`).
 pub fn size(n: &Size) -> Expr {
     let mut acc: Option<Expr> = None;
     for (v, &k) in &n.terms {
         let (term, negative) = match k {
             1 => (var(v), false),
             -1 => (var(v), true),
-            _ => (mul(real(k.abs() as f64), var(v)), k < 0),
+            _ => (prim(Prim::IMul, vec![int(k.abs()), var(v)]), k < 0),
         };
         acc = Some(match (acc, negative) {
             (None, false) => term,
-            (None, true) => neg(term),
-            (Some(a), false) => add(a, term),
-            (Some(a), true) => prim(Prim::Sub, vec![a, term]),
+            (None, true) => prim(Prim::INeg, vec![term]),
+            (Some(a), false) => prim(Prim::IAdd, vec![a, term]),
+            (Some(a), true) => prim(Prim::ISub, vec![a, term]),
         });
     }
     match acc {
-        None => real(n.constant as f64),
+        None => int(n.constant),
         Some(a) if n.constant == 0 => a,
-        Some(a) if n.constant > 0 => add(a, real(n.constant as f64)),
-        Some(a) => prim(Prim::Sub, vec![a, real(-n.constant as f64)]),
+        Some(a) if n.constant > 0 => prim(Prim::IAdd, vec![a, int(n.constant)]),
+        Some(a) => prim(Prim::ISub, vec![a, int(-n.constant)]),
     }
 }

@@ -142,6 +142,26 @@ fn array<'v>(v: &'v Value, what: &str, span: Span) -> EResult<&'v Arc<[Value]>> 
     }
 }
 
+fn int(v: &Value, what: &str, span: Span) -> EResult<i64> {
+    match v {
+        Value::Int(k) => Ok(*k),
+        _ => at(format!("{what}: expected an integer"), span),
+    }
+}
+
+/// A count computed at run time: an integer in `0..=limit`.
+fn count(v: &Value, limit: usize, what: &str, span: Span) -> EResult<usize> {
+    match v {
+        Value::Int(k) if *k < 0 => at(format!("{what}: the count {k} is negative"), span),
+        Value::Int(k) if *k as u64 > limit as u64 => at(
+            format!("{what}: the count {k} exceeds the interpreter's limit of {limit} elements"),
+            span,
+        ),
+        Value::Int(k) => Ok(*k as usize),
+        other => size(real(other, what, span)?, limit, what, span),
+    }
+}
+
 /// A size computed at run time: a whole number in `0..=limit`.
 fn size(x: f64, limit: usize, what: &str, span: Span) -> EResult<usize> {
     if x.fract() != 0.0 || x < 0.0 || x.is_nan() {
@@ -201,7 +221,7 @@ impl Interpreter<'_> {
         })?;
         let outer = std::mem::take(&mut self.env);
         for (n, x) in sizes {
-            self.env.push(n, Value::Real(x as f64));
+            self.env.push(n, Value::Int(x));
         }
         for ((pname, pty), a) in sig.params.iter().zip(args) {
             if pty.is_some() {
@@ -215,6 +235,16 @@ impl Interpreter<'_> {
 
     fn apply_value(&mut self, f: &FunValue, args: Vec<Value>, span: Span) -> EResult<Value> {
         match f {
+            FunValue::Prim(p) if p.info().kind() == PrimKind::Int => {
+                let mut ks = Vec::with_capacity(args.len());
+                for a in &args {
+                    ks.push(int(a, &format!("argument of `{p}`"), span)?);
+                }
+                match p.eval_int(&ks) {
+                    Some(k) => Ok(Value::Int(k)),
+                    None => at(format!("`{p}` by zero"), span),
+                }
+            }
             FunValue::Prim(p) => {
                 let mut xs = Vec::with_capacity(args.len());
                 for a in &args {
@@ -282,6 +312,11 @@ impl Interpreter<'_> {
     fn eval_inner(&mut self, e: &Expr) -> EResult<Value> {
         match &e.kind {
             ExprKind::Const(c) => Ok(Value::Real(*c)),
+            ExprKind::Int(k) => Ok(Value::Int(*k)),
+            ExprKind::Literal(_) => at(
+                "a literal whose type is not decided (the module is not checked)",
+                e.span,
+            ),
             ExprKind::Var(n) => match self.env.get(n) {
                 Some(v) => Ok(v.clone()),
                 None => match self.module.index_of(n) {
@@ -395,6 +430,42 @@ impl Interpreter<'_> {
                 let a = real(&a, "comparison", span)?;
                 let b = real(&b, "comparison", span)?;
                 Ok(Value::Bool(p.eval_compare(a, b)))
+            }
+            PrimKind::Int => {
+                let mut ks = [0; 2];
+                for (i, a) in args.iter().enumerate() {
+                    let v = self.eval(a)?;
+                    ks[i] = int(&v, &format!("operand of `{p}`"), a.span)?;
+                }
+                match p.eval_int(&ks[..args.len()]) {
+                    Some(k) => Ok(Value::Int(k)),
+                    None => at(format!("`{p}` by zero"), span),
+                }
+            }
+            PrimKind::IntCompare => {
+                let a = self.eval(&args[0])?;
+                let b = self.eval(&args[1])?;
+                let a = int(&a, "comparison", span)?;
+                let b = int(&b, "comparison", span)?;
+                Ok(Value::Bool(p.eval_int_compare(a, b)))
+            }
+            PrimKind::ToReal => {
+                let v = self.eval(&args[0])?;
+                Ok(Value::Real(int(&v, "`real`", span)? as f64))
+            }
+            PrimKind::ToInt => {
+                let v = self.eval(&args[0])?;
+                let x = real(&v, "`int`", span)?;
+                match crate::prim::to_int(x) {
+                    Some(k) => Ok(Value::Int(k)),
+                    None => at(
+                        format!(
+                            "`int` of {}, which is not within the integers (±2^63)",
+                            crate::printer::format_real(x)
+                        ),
+                        span,
+                    ),
+                }
             }
             PrimKind::Logic => {
                 let mut bs = Vec::with_capacity(args.len());
@@ -546,23 +617,16 @@ impl Interpreter<'_> {
             .map(|a| self.eval(a))
             .collect::<EResult<Vec<_>>>()?;
         match b {
-            Builtin::Len => Ok(Value::Real(array(&vs[0], "`len`", span)?.len() as f64)),
+            Builtin::Len => Ok(Value::Int(array(&vs[0], "`len`", span)?.len() as i64)),
             Builtin::Iota => {
                 let limit = self.limits.max_array_len;
-                let n = size(real(&vs[0], "`iota`", span)?, limit, "`iota`", span)?;
+                let n = count(&vs[0], limit, "`iota`", span)?;
                 self.allocate(n, span)?;
-                Ok(Value::Array(
-                    (0..n).map(|i| Value::Real(i as f64)).collect(),
-                ))
+                Ok(Value::Array((0..n).map(|i| Value::Int(i as i64)).collect()))
             }
             Builtin::Replicate => {
                 let limit = self.limits.max_array_len;
-                let n = size(
-                    real(&vs[0], "`replicate`", span)?,
-                    limit,
-                    "`replicate`",
-                    span,
-                )?;
+                let n = count(&vs[0], limit, "`replicate`", span)?;
                 self.allocate(n, span)?;
                 Ok(Value::array(vec![vs[1].clone(); n]))
             }
@@ -574,7 +638,7 @@ impl Interpreter<'_> {
             }
             Builtin::Take | Builtin::Drop => {
                 let what = format!("`{}`", b.name());
-                let k = size(real(&vs[0], &what, span)?, usize::MAX, &what, span)?;
+                let k = count(&vs[0], usize::MAX, &what, span)?;
                 let xs = array(&vs[1], &what, span)?;
                 if k > xs.len() {
                     return at(

@@ -300,6 +300,10 @@ impl Parser {
             self.bump();
             return Ok(Type::Real);
         }
+        if self.is_kw("Z") {
+            self.bump();
+            return Ok(Type::Int);
+        }
         if self.eat_punct("[") {
             let elem = self.ty()?;
             self.expect_punct(";")?;
@@ -488,6 +492,8 @@ impl Parser {
             Tok::Punct("-") => Some(Prim::Sub),
             Tok::Punct("*") => Some(Prim::Mul),
             Tok::Punct("/") => Some(Prim::Div),
+            Tok::Punct("//") => Some(Prim::IDiv),
+            Tok::Punct("%") => Some(Prim::IMod),
             Tok::Punct("<") => Some(Prim::Lt),
             Tok::Punct("<=") => Some(Prim::Le),
             Tok::Punct(">") => Some(Prim::Gt),
@@ -560,6 +566,15 @@ impl Parser {
                 };
                 if literal && !self.token().spaced {
                     let e = self.atom()?;
+                    // `-0` is the real −0.
+                    if let ExprKind::Literal(k) = e.kind {
+                        let span = start.to(e.span);
+                        let kind = match k {
+                            0 => ExprKind::Const(-0.0),
+                            _ => ExprKind::Literal(-k),
+                        };
+                        return self.postfix_from(Expr::new(kind, span), true);
+                    }
                     if let ExprKind::Const(c) = e.kind {
                         let span = start.to(e.span);
                         // `nan` has no sign: `-nan` is the `nan` the printer
@@ -892,6 +907,14 @@ impl Parser {
         match self.peek().clone() {
             Tok::Number(s) => {
                 self.bump();
+                // Written without a decimal point or an exponent: an integer
+                // literal, which the type checker reads as a real unless an
+                // integer is needed.
+                if s.bytes().all(|b| b.is_ascii_digit()) {
+                    if let Ok(k) = s.parse::<i64>() {
+                        return Ok(Expr::new(ExprKind::Literal(k), start));
+                    }
+                }
                 let v: f64 = s.parse().map_err(|_| SyntaxError::Invalid {
                     message: format!("`{s}` is not a number"),
                     span: start,

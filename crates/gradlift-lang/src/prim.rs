@@ -123,6 +123,39 @@ primitives! {
     Or,
     /// `not c`
     Not,
+    /// `i + j` on integers (wrapping)
+    IAdd,
+    /// `i - j` on integers (wrapping)
+    ISub,
+    /// `i * j` on integers (wrapping)
+    IMul,
+    /// `i // j`: the quotient rounded down (an error when `j` is 0)
+    IDiv,
+    /// `i % j`: `i - j * (i // j)`, of the sign of `j` (an error when `j` is 0)
+    IMod,
+    /// `-i` on integers (wrapping)
+    INeg,
+    /// `min(i, j)` on integers
+    IMin,
+    /// `max(i, j)` on integers
+    IMax,
+    /// `i < j` on integers
+    ILt,
+    /// `i <= j` on integers
+    ILe,
+    /// `i > j` on integers
+    IGt,
+    /// `i >= j` on integers
+    IGe,
+    /// `i == j` on integers
+    IEq,
+    /// `i != j` on integers
+    INe,
+    /// `real(i)`: the integer as a real (rounded to nearest above 2^53)
+    ToReal,
+    /// `int(x)`: the real rounded toward zero (an error when it is NaN or
+    /// beyond ±2^63)
+    ToInt,
 }
 
 /// What a primitive consumes and produces.
@@ -134,6 +167,36 @@ pub enum PrimKind {
     Compare,
     /// Conditions to a condition.
     Logic,
+    /// Integers to an integer.
+    Int,
+    /// Two integers to a condition.
+    IntCompare,
+    /// An integer to a real (`real`).
+    ToReal,
+    /// A real to an integer (`int`).
+    ToInt,
+}
+
+impl PrimKind {
+    /// The type of each argument (`None`: a condition).
+    pub fn arg_type(self) -> Option<crate::syntax::Type> {
+        use crate::syntax::Type;
+        match self {
+            PrimKind::Real | PrimKind::Compare | PrimKind::ToInt => Some(Type::Real),
+            PrimKind::Int | PrimKind::IntCompare | PrimKind::ToReal => Some(Type::Int),
+            PrimKind::Logic => None,
+        }
+    }
+
+    /// The type of the result.
+    pub fn result_type(self) -> crate::syntax::Type {
+        use crate::syntax::Type;
+        match self {
+            PrimKind::Real | PrimKind::ToReal => Type::Real,
+            PrimKind::Int | PrimKind::ToInt => Type::Int,
+            PrimKind::Compare | PrimKind::IntCompare | PrimKind::Logic => Type::Bool,
+        }
+    }
 }
 
 /// How a primitive is written.
@@ -181,6 +244,14 @@ pub enum Semantics {
     Compare(fn(f64, f64) -> bool),
     /// Conditions to a condition.
     Logic,
+    /// Integers to an integer; `None` for a division by zero.
+    Int(fn(&[i64]) -> Option<i64>),
+    /// Two integers to a condition.
+    IntCompare(fn(i64, i64) -> bool),
+    /// `real(i)`.
+    ToReal,
+    /// `int(x)`.
+    ToInt,
 }
 
 /// A function with the C calling convention that native code calls.
@@ -289,6 +360,32 @@ pub enum Lowering {
     /// A logical connective of conditions (both operands evaluated: they
     /// are pure).
     Logic(Connective),
+    /// An integer operation.
+    Int(IntOp),
+    /// A comparison of two integers.
+    IntCompare(Comparison),
+    /// An integer converted to a real (`fcvt_from_sint`).
+    ToReal,
+    /// A real rounded toward zero to an integer, after a check that it is
+    /// in range (`fcvt_to_sint` would trap).
+    ToInt,
+}
+
+/// An integer operation of the backend. `+ - *` and negation wrap;
+/// division and remainder round the quotient down and are checked for a
+/// zero divisor (and `i64::MIN // -1`, which wraps to `i64::MIN`, is not
+/// given to the instruction, which would trap).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum IntOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Neg,
+    Min,
+    Max,
 }
 
 /// An ordered comparison of reals.
@@ -349,6 +446,10 @@ impl PrimInfo {
             Semantics::Real { .. } => PrimKind::Real,
             Semantics::Compare(_) => PrimKind::Compare,
             Semantics::Logic => PrimKind::Logic,
+            Semantics::Int(_) => PrimKind::Int,
+            Semantics::IntCompare(_) => PrimKind::IntCompare,
+            Semantics::ToReal => PrimKind::ToReal,
+            Semantics::ToInt => PrimKind::ToInt,
         }
     }
 }
@@ -524,6 +625,78 @@ const fn logic(name: &'static str, c: Connective, fixity: Fixity, cost: [u8; 4])
         lowering: Lowering::Logic(c),
         paper: true,
     }
+}
+
+/// An integer operation (`cost`: an addition, or a multiplication for
+/// `*`, `//`, `%`).
+const fn int_op(
+    name: &'static str,
+    fixity: Fixity,
+    eval: fn(&[i64]) -> Option<i64>,
+    op: IntOp,
+) -> PrimInfo {
+    let multiplies = matches!(op, IntOp::Mul | IntOp::Div | IntOp::Mod);
+    PrimInfo {
+        name,
+        arity: if matches!(op, IntOp::Neg) { 1 } else { 2 },
+        fixity,
+        semantics: Semantics::Int(eval),
+        cost: if multiplies { COST_MUL } else { COST_ADD },
+        // Division and remainder check their divisor: not safe where the
+        // value may not be needed.
+        cheap: !matches!(op, IntOp::Div | IntOp::Mod),
+        lowering: Lowering::Int(op),
+        paper: true,
+    }
+}
+
+/// An integer comparison.
+const fn int_compare(name: &'static str, eval: fn(i64, i64) -> bool, c: Comparison) -> PrimInfo {
+    PrimInfo {
+        name,
+        arity: 2,
+        fixity: Fixity::Infix(prec::CMP),
+        semantics: Semantics::IntCompare(eval),
+        cost: COST_ADD,
+        cheap: true,
+        lowering: Lowering::IntCompare(c),
+        paper: true,
+    }
+}
+
+/// `i // j`, rounded down; `None` for `j = 0`.
+fn floor_div(i: i64, j: i64) -> Option<i64> {
+    if j == 0 {
+        return None;
+    }
+    let q = i.wrapping_div(j);
+    Some(if i.wrapping_rem(j) != 0 && ((i < 0) != (j < 0)) {
+        q - 1
+    } else {
+        q
+    })
+}
+
+/// `i % j` of the sign of `j`; `None` for `j = 0`.
+fn floor_mod(i: i64, j: i64) -> Option<i64> {
+    if j == 0 {
+        return None;
+    }
+    let r = i.wrapping_rem(j);
+    Some(if r != 0 && ((r < 0) != (j < 0)) {
+        r + j
+    } else {
+        r
+    })
+}
+
+/// The largest magnitude `int(x)` accepts: |x| < 2^63.
+pub const INT_LIMIT: f64 = 9_223_372_036_854_775_808.0;
+
+/// `int(x)`: `x` rounded toward zero, `None` when it is NaN or not below
+/// 2^63 in magnitude.
+pub fn to_int(x: f64) -> Option<i64> {
+    (x.abs() < INT_LIMIT).then_some(x as i64)
 }
 
 /// `if c then t else f` over reals.
@@ -1047,15 +1220,124 @@ impl Prim {
             Prim::And => logic("and", Connective::And, Infix(prec::AND), [3, 0, 0, 0]),
             Prim::Or => logic("or", Connective::Or, Infix(prec::OR), [3, 0, 0, 0]),
             Prim::Not => logic("not", Connective::Not, Prefix, [2, 0, 0, 0]),
+            Prim::IAdd => int_op(
+                "+",
+                Infix(prec::ADD),
+                |x| Some(x[0].wrapping_add(x[1])),
+                IntOp::Add,
+            ),
+            Prim::ISub => int_op(
+                "-",
+                Infix(prec::ADD),
+                |x| Some(x[0].wrapping_sub(x[1])),
+                IntOp::Sub,
+            ),
+            Prim::IMul => int_op(
+                "*",
+                Infix(prec::MUL),
+                |x| Some(x[0].wrapping_mul(x[1])),
+                IntOp::Mul,
+            ),
+            Prim::IDiv => int_op(
+                "//",
+                Infix(prec::MUL),
+                |x| floor_div(x[0], x[1]),
+                IntOp::Div,
+            ),
+            Prim::IMod => int_op("%", Infix(prec::MUL), |x| floor_mod(x[0], x[1]), IntOp::Mod),
+            Prim::INeg => int_op("-", Prefix, |x| Some(x[0].wrapping_neg()), IntOp::Neg),
+            Prim::IMin => int_op("min", Call, |x| Some(x[0].min(x[1])), IntOp::Min),
+            Prim::IMax => int_op("max", Call, |x| Some(x[0].max(x[1])), IntOp::Max),
+            Prim::ILt => int_compare("<", |a, b| a < b, Comparison::Lt),
+            Prim::ILe => int_compare("<=", |a, b| a <= b, Comparison::Le),
+            Prim::IGt => int_compare(">", |a, b| a > b, Comparison::Gt),
+            Prim::IGe => int_compare(">=", |a, b| a >= b, Comparison::Ge),
+            Prim::IEq => int_compare("==", |a, b| a == b, Comparison::Eq),
+            Prim::INe => int_compare("!=", |a, b| a != b, Comparison::Ne),
+            Prim::ToReal => PrimInfo {
+                name: "real",
+                arity: 1,
+                fixity: Call,
+                semantics: Semantics::ToReal,
+                cost: COST_UNARY,
+                cheap: true,
+                lowering: Lowering::ToReal,
+                paper: true,
+            },
+            Prim::ToInt => PrimInfo {
+                name: "int",
+                arity: 1,
+                fixity: Call,
+                semantics: Semantics::ToInt,
+                cost: COST_UNARY,
+                cheap: false,
+                lowering: Lowering::ToInt,
+                paper: true,
+            },
+        }
+    }
+
+    /// The integer form of a real operation (`+` on integers is
+    /// [`Prim::IAdd`]), which the type checker puts where the operands are
+    /// integers.
+    pub fn on_integers(self) -> Option<Prim> {
+        Some(match self {
+            Prim::Add => Prim::IAdd,
+            Prim::Sub => Prim::ISub,
+            Prim::Mul => Prim::IMul,
+            Prim::Neg => Prim::INeg,
+            Prim::Min => Prim::IMin,
+            Prim::Max => Prim::IMax,
+            Prim::Lt => Prim::ILt,
+            Prim::Le => Prim::ILe,
+            Prim::Gt => Prim::IGt,
+            Prim::Ge => Prim::IGe,
+            Prim::Eq => Prim::IEq,
+            Prim::Ne => Prim::INe,
+            _ => return None,
+        })
+    }
+
+    /// Whether applying it can be a run-time error (a division of integers
+    /// by zero, `int` of a NaN): every analysis of whether a term can fail
+    /// asks this.
+    pub fn can_fail(self) -> bool {
+        matches!(self, Prim::IDiv | Prim::IMod | Prim::ToInt)
+    }
+
+    /// Evaluates an integer primitive; `None` for a division by zero.
+    ///
+    /// # Panics
+    ///
+    /// On a primitive that is not an integer operation.
+    pub fn eval_int(self, args: &[i64]) -> Option<i64> {
+        match self.info().semantics {
+            Semantics::Int(eval) if args.len() == self.info().arity => eval(args),
+            _ => panic!("eval_int: {self:?} applied to {} integers", args.len()),
+        }
+    }
+
+    /// Evaluates an integer comparison.
+    ///
+    /// # Panics
+    ///
+    /// On a primitive that is not an integer comparison.
+    pub fn eval_int_compare(self, a: i64, b: i64) -> bool {
+        match self.info().semantics {
+            Semantics::IntCompare(eval) => eval(a, b),
+            _ => panic!("eval_int_compare: {self:?} is not an integer comparison"),
         }
     }
 
     /// The primitive called by this name (`sin`, `pow`, …), if any.
     /// Operators are not found by name; see [`Prim::from_section`].
+    /// The integer forms (`min` on integers) are not found: the type
+    /// checker puts them in.
     pub fn from_call_name(name: &str) -> Option<Prim> {
-        Prim::ALL
-            .into_iter()
-            .find(|p| p.info().fixity == Fixity::Call && p.info().name == name)
+        Prim::ALL.into_iter().find(|p| {
+            let info = p.info();
+            info.fixity == Fixity::Call && info.name == name && info.kind() != PrimKind::Int
+        })
     }
 
     /// The binary operator an operator section `(op)` names.
@@ -1138,6 +1420,10 @@ mod tests {
         for p in Prim::ALL {
             let info = p.info();
             match info.fixity {
+                Fixity::Call if info.kind() == PrimKind::Int => {
+                    let real = Prim::from_call_name(info.name).unwrap();
+                    assert_eq!(real.on_integers(), Some(p));
+                }
                 Fixity::Call => assert_eq!(Prim::from_call_name(info.name), Some(p)),
                 Fixity::Infix(_) => assert_eq!(info.arity, 2),
                 Fixity::Prefix => assert_eq!(info.arity, 1),
@@ -1158,6 +1444,18 @@ mod tests {
                 }
                 (Semantics::Logic, lowering) => {
                     assert!(matches!(lowering, Lowering::Logic(_)), "{p:?}")
+                }
+                (Semantics::Int(_), lowering) => {
+                    assert!(matches!(lowering, Lowering::Int(_)), "{p:?}")
+                }
+                (Semantics::IntCompare(_), lowering) => {
+                    assert!(matches!(lowering, Lowering::IntCompare(_)), "{p:?}")
+                }
+                (Semantics::ToReal, lowering) => {
+                    assert!(matches!(lowering, Lowering::ToReal), "{p:?}")
+                }
+                (Semantics::ToInt, lowering) => {
+                    assert!(matches!(lowering, Lowering::ToInt), "{p:?}")
                 }
             }
         }
@@ -1192,6 +1490,40 @@ mod tests {
                 Prim::Ceil.eval_real(&[-1.5])
             ),
             (-2.0, -1.0)
+        );
+    }
+
+    #[test]
+    fn integer_division_rounds_down() {
+        let d = |i, j| Prim::IDiv.eval_int(&[i, j]);
+        let m = |i, j| Prim::IMod.eval_int(&[i, j]);
+        assert_eq!(
+            (d(7, 2), d(-7, 2), d(7, -2), d(-7, -2)),
+            (Some(3), Some(-4), Some(-4), Some(3))
+        );
+        assert_eq!(
+            (m(7, 2), m(-7, 2), m(7, -2), m(-7, -2)),
+            (Some(1), Some(1), Some(-1), Some(-1))
+        );
+        assert_eq!((d(6, -3), m(6, -3)), (Some(-2), Some(0)));
+        assert_eq!((d(1, 0), m(1, 0)), (None, None));
+        assert_eq!(
+            (d(i64::MIN, -1), m(i64::MIN, -1)),
+            (Some(i64::MIN), Some(0))
+        );
+        for i in -20..20 {
+            for j in (-7..7).filter(|&j| j != 0) {
+                assert_eq!(d(i, j).unwrap() * j + m(i, j).unwrap(), i);
+                assert_eq!(d(i, j).unwrap(), (i as f64 / j as f64).floor() as i64);
+            }
+        }
+        assert_eq!(
+            (to_int(-2.7), to_int(2.7), to_int(f64::NAN)),
+            (Some(-2), Some(2), None)
+        );
+        assert_eq!(
+            (to_int(9.2e18), to_int(-9.3e18)),
+            (Some(9_200_000_000_000_000_000), None)
         );
     }
 

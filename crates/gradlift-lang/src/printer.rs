@@ -6,7 +6,7 @@
 //! under [`crate::deep::guard`].
 
 use crate::deep::guard;
-use crate::prim::{prec, Fixity, Prim};
+use crate::prim::{prec, Fixity, Prim, PrimKind};
 use crate::syntax::*;
 use std::fmt::{self, Write};
 
@@ -35,6 +35,7 @@ impl fmt::Display for Type {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Type::Real => f.write_str("R"),
+            Type::Int => f.write_str("Z"),
             Type::Bool => f.write_str("bool"),
             Type::Tuple(ts) => {
                 f.write_str("(")?;
@@ -138,6 +139,7 @@ fn level(e: &Expr) -> u8 {
             Fixity::Call => LEVEL_POSTFIX,
         },
         ExprKind::Const(c) if c.is_sign_negative() && !c.is_nan() => prec::NEG,
+        ExprKind::Literal(k) if *k < 0 => prec::NEG,
         ExprKind::ArrayOp(..) => LEVEL_APP,
         ExprKind::Builtin(b, _) if b.is_juxtaposed() => LEVEL_APP,
         ExprKind::Proj(..) => LEVEL_POSTFIX,
@@ -151,6 +153,7 @@ fn starts_with_number(mut e: &Expr) -> bool {
     loop {
         match &e.kind {
             ExprKind::Const(c) => return !c.is_sign_negative() || c.is_nan(),
+            ExprKind::Literal(k) => return *k >= 0,
             ExprKind::Proj(inner, _) | ExprKind::Index(inner, _) | ExprKind::Apply(inner, _) => {
                 e = inner
             }
@@ -193,6 +196,10 @@ impl Printer {
     fn expr_bare(&mut self, e: &Expr) {
         match &e.kind {
             ExprKind::Const(c) => self.out.push_str(&format_real(*c)),
+            // A literal is read back as an integer only where one is needed
+            // (see `types.rs`); elsewhere it is written as a conversion.
+            ExprKind::Int(k) => write!(self.out, "int({k})").expect("write to String"),
+            ExprKind::Literal(k) => write!(self.out, "{k}").expect("write to String"),
             ExprKind::Var(n) => self.out.push_str(n),
             ExprKind::PrimFn(p) => match p.info().fixity {
                 Fixity::Call => self.out.push_str(p.info().name),
@@ -256,7 +263,7 @@ impl Printer {
             ExprKind::Apply(f, args) => {
                 self.expr(f, LEVEL_POSTFIX);
                 self.out.push('(');
-                self.list(args);
+                self.args(args);
                 self.out.push(')');
             }
             ExprKind::ArrayOp(op, f, args) => {
@@ -278,7 +285,17 @@ impl Printer {
                     self.expr(&args[0], LEVEL_POSTFIX);
                 } else {
                     self.out.push('(');
-                    self.list(args);
+                    // The count of `iota`, `replicate`, `take`, `drop`.
+                    match b {
+                        Builtin::Len | Builtin::Concat => self.list(args),
+                        _ => {
+                            self.args(&args[..1]);
+                            if args.len() > 1 {
+                                self.out.push_str(", ");
+                                self.list(&args[1..]);
+                            }
+                        }
+                    }
                     self.out.push(')');
                 }
             }
@@ -287,13 +304,29 @@ impl Printer {
 
     fn prim(&mut self, p: Prim, args: &[Expr]) {
         let info = p.info();
+        // An integer literal is written as digits where the parser and the
+        // type checker read it back as an integer: beside an operand that is
+        // not a literal, and as the argument of `real`.
+        let is_int = |e: &Expr| matches!(e.kind, ExprKind::Int(_));
+        let digits = match info.kind() {
+            PrimKind::Int | PrimKind::IntCompare => !args.iter().all(is_int),
+            PrimKind::ToReal => true,
+            _ => false,
+        };
+        let arg = |this: &mut Printer, e: &Expr, ctx: u8| match e.kind {
+            ExprKind::Int(k) if digits && k < 0 && ctx > prec::NEG => {
+                write!(this.out, "({k})").expect("write to String")
+            }
+            ExprKind::Int(k) if digits => write!(this.out, "{k}").expect("write to String"),
+            _ => this.expr(e, ctx),
+        };
         match info.fixity {
             Fixity::Infix(l) => {
                 // Comparisons do not associate; arithmetic associates left.
                 let left = if l == prec::CMP { l + 1 } else { l };
-                self.expr(&args[0], left);
+                arg(self, &args[0], left);
                 write!(self.out, " {} ", info.name).expect("write to String");
-                self.expr(&args[1], l + 1);
+                arg(self, &args[1], l + 1);
             }
             Fixity::Prefix if p == Prim::Not => {
                 self.out.push_str("not ");
@@ -312,8 +345,28 @@ impl Printer {
             Fixity::Call => {
                 self.out.push_str(info.name);
                 self.out.push('(');
-                self.list(args);
+                for (i, a) in args.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push_str(", ");
+                    }
+                    arg(self, a, LEVEL_OPEN);
+                }
                 self.out.push(')');
+            }
+        }
+    }
+
+    /// Arguments of a call or a built-in: integer literals as digits (the
+    /// type checker reads them back as integers where the parameter or the
+    /// count is one).
+    fn args(&mut self, es: &[Expr]) {
+        for (i, e) in es.iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            match e.kind {
+                ExprKind::Int(k) => write!(self.out, "{k}").expect("write to String"),
+                _ => self.expr(e, LEVEL_OPEN),
             }
         }
     }

@@ -141,6 +141,9 @@ impl fmt::Display for Size {
 pub enum Type {
     /// `R`, a 64-bit float.
     Real,
+    /// `Z`, a 64-bit two's-complement integer. Integers are data: they are
+    /// never differentiated (their cotangents and tangents are zero).
+    Int,
     /// The type of a condition. It is not a value type: conditions appear
     /// only after `if` and under `and`, `or`, `not`.
     Bool,
@@ -162,7 +165,7 @@ impl Type {
     /// types G of Figure 4).
     pub fn is_ground(&self) -> bool {
         match self {
-            Type::Real => true,
+            Type::Real | Type::Int => true,
             Type::Bool | Type::Fun(..) => false,
             Type::Tuple(ts) => ts.iter().all(Type::is_ground),
             Type::Array(t, _) => t.is_ground(),
@@ -172,7 +175,7 @@ impl Type {
     /// Applies a size substitution to every size in the type.
     pub fn substitute(&self, subst: &dyn Fn(&Name) -> Option<Size>) -> Type {
         match self {
-            Type::Real | Type::Bool => self.clone(),
+            Type::Real | Type::Int | Type::Bool => self.clone(),
             Type::Tuple(ts) => Type::Tuple(ts.iter().map(|t| t.substitute(subst)).collect()),
             Type::Array(t, n) => Type::array(t.substitute(subst), n.substitute(subst)),
             Type::Fun(ps, r) => Type::Fun(
@@ -310,9 +313,9 @@ impl ArrayOp {
 /// Built-in array forms without a function argument.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Builtin {
-    /// `len(A)`: the length as a real.
+    /// `len(A)`: the length, an integer.
     Len,
-    /// `iota(n)`: `[0, 1, ..., n-1]`.
+    /// `iota(n)`: `[0, 1, ..., n-1]`, integers.
     Iota,
     /// `replicate(n, e)`: `n` copies of `e`.
     Replicate,
@@ -393,6 +396,13 @@ impl fmt::Debug for Expr {
 pub enum ExprKind {
     /// A real constant (negative literals are constants, not negations).
     Const(f64),
+    /// An integer constant.
+    Int(i64),
+    /// A literal whole number as written (without a decimal point or an
+    /// exponent), before type checking: checking a module makes it an
+    /// integer constant where an integer is needed and a real constant
+    /// elsewhere (see `types.rs`), so no checked program holds one.
+    Literal(i64),
     /// A variable, a size variable, or the name of a definition.
     Var(Name),
     /// A primitive applied to its arguments (`a + b`, `sin(x)`, `a < b`).
@@ -460,7 +470,11 @@ impl Expr {
     /// The children, left to right.
     pub fn children(&self) -> Vec<&Expr> {
         match &self.kind {
-            ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::PrimFn(_) => vec![],
+            ExprKind::Const(_)
+            | ExprKind::Int(_)
+            | ExprKind::Literal(_)
+            | ExprKind::Var(_)
+            | ExprKind::PrimFn(_) => vec![],
             ExprKind::Prim(_, args)
             | ExprKind::Tuple(args)
             | ExprKind::ArrayLit(args)
@@ -480,7 +494,11 @@ impl Expr {
     pub fn map_children(&self, f: &mut dyn FnMut(&Expr) -> Expr) -> Expr {
         let mut all = |xs: &[Expr]| xs.iter().map(&mut *f).collect::<Vec<_>>();
         let kind = match &self.kind {
-            ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::PrimFn(_) => self.kind.clone(),
+            ExprKind::Const(_)
+            | ExprKind::Int(_)
+            | ExprKind::Literal(_)
+            | ExprKind::Var(_)
+            | ExprKind::PrimFn(_) => self.kind.clone(),
             ExprKind::Prim(p, xs) => ExprKind::Prim(*p, all(xs)),
             ExprKind::Tuple(xs) => ExprKind::Tuple(all(xs)),
             ExprKind::ArrayLit(xs) => ExprKind::ArrayLit(all(xs)),
@@ -529,6 +547,7 @@ impl Expr {
         };
         match (a, b) {
             (Const(x), Const(y)) => x.to_bits() == y.to_bits(),
+            (Int(x), Int(y)) | (Literal(x), Literal(y)) => x == y,
             (Var(x), Var(y)) => x == y,
             (Prim(p, xs), Prim(q, ys)) => p == q && all(xs, ys),
             (PrimFn(p), PrimFn(q)) => p == q,
@@ -572,7 +591,11 @@ impl Drop for Expr {
         // cannot overflow the native stack.
         let has_children = !matches!(
             self.kind,
-            ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::PrimFn(_)
+            ExprKind::Const(_)
+                | ExprKind::Int(_)
+                | ExprKind::Literal(_)
+                | ExprKind::Var(_)
+                | ExprKind::PrimFn(_)
         );
         if has_children {
             let kind = std::mem::replace(&mut self.kind, ExprKind::Const(0.0));

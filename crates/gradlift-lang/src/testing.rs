@@ -247,7 +247,7 @@ impl Gen {
                 span: Default::default(),
                 ty: None,
             });
-            args.push(Value::Real(sizes[&s_name] as f64));
+            args.push(Value::Int(sizes[&s_name]));
             self.vars.push((s_name.clone(), Type::Real));
             self.size_names.push(s_name.clone());
         }
@@ -311,6 +311,7 @@ impl Gen {
     fn value_of(&mut self, ty: &Type, sizes: &BTreeMap<Name, i64>) -> Value {
         match ty {
             Type::Real => Value::Real(self.rng.real()),
+            Type::Int => Value::Int(self.rng.below(5) as i64),
             Type::Tuple(ts) => Value::tuple(ts.iter().map(|t| self.value_of(t, sizes)).collect()),
             Type::Array(t, n) => {
                 let len = n.constant + n.terms.iter().map(|(v, k)| k * sizes[v]).sum::<i64>();
@@ -366,6 +367,7 @@ impl Gen {
         }
         match ty {
             Type::Real => self.real(depth),
+            Type::Int => self.leaf(ty),
             Type::Tuple(ts) => {
                 if self.rng.chance(25) {
                     // A fold whose accumulator is this tuple.
@@ -391,10 +393,17 @@ impl Gen {
             return var(&self.pick(&values));
         }
         if !sizes.is_empty() && self.rng.chance(30) {
-            return var(&self.pick(&sizes));
+            let n = var(&self.pick(&sizes));
+            // Sizes are integers: a real leaf converts one.
+            return if *ty == Type::Real {
+                crate::build::prim(Prim::ToReal, vec![n])
+            } else {
+                n
+            };
         }
         match ty {
             Type::Real => c(self.rng.real()),
+            Type::Int => e(ExprKind::Int(self.rng.below(5) as i64)),
             Type::Tuple(ts) => {
                 let ts = ts.clone();
                 e(ExprKind::Tuple(ts.iter().map(|t| self.leaf(t)).collect()))
@@ -537,7 +546,7 @@ impl Gen {
                 let sizes = self.known_sizes();
                 let n = self.pick(&sizes);
                 let a = self.expr(&Type::array(Type::Real, n), d);
-                builtin(Builtin::Len, vec![a])
+                crate::build::prim(Prim::ToReal, vec![builtin(Builtin::Len, vec![a])])
             }
             14 => self
                 .call_helper(&Type::Real, d)
@@ -859,10 +868,16 @@ impl Gen {
                 }
             }
             7 if *t == Type::Real => {
+                // The indices are integers; the body sees one as a real.
                 let io = builtin(Builtin::Iota, vec![crate::build::size(n)]);
-                let x = self.name("i");
+                let (i, x) = (self.name("i"), self.name("i"));
                 let body = self.bind(&[(x.clone(), Type::Real)], |g| g.expr(&Type::Real, 1));
-                arr_op(ArrayOp::Map, lam(&[x], body), vec![io])
+                let body = crate::build::let_in(
+                    crate::build::pvar(&x),
+                    crate::build::prim(Prim::ToReal, vec![var(&i)]),
+                    body,
+                );
+                arr_op(ArrayOp::Map, lam(&[i], body), vec![io])
             }
             8 => {
                 // take and drop of a concatenation, each part of a known size.

@@ -9,6 +9,22 @@
 //! gives `n = m-1`). The same checker runs on every printed stage of the
 //! pipeline, Target terms included (lambdas outside array operations carry
 //! parameter types; `Apply` of a function value).
+//!
+//! **Integers and reals.** Checking a module also *elaborates* it, so that
+//! every later stage sees one meaning per node:
+//! - a literal written without a decimal point or an exponent (`3`, `-1`;
+//!   [`ExprKind::Literal`]) is a real unless an integer is
+//!   needed where it stands — an operand of an integer operation, a count,
+//!   an argument for a `Z` parameter, a `let` declared `Z` — where it stays
+//!   an integer constant (`3.0` is always a real);
+//! - `+ - * min max` and the comparisons of integers are the integer
+//!   primitives ([`Prim::on_integers`]);
+//! - an integer where a real is needed (an operand of a real operation, an
+//!   argument for an `R` parameter) is converted: `real(i)`;
+//! - `int(3)` of a literal is the integer constant.
+//!
+//! Terms a pass builds are checked without elaboration ([`Typer`],
+//! [`check_expr`]): there, an integer where a real is needed is an error.
 
 use crate::deep::guard;
 use crate::prim::{Prim, PrimKind};
@@ -132,16 +148,23 @@ pub fn check_module(module: Module) -> TResult<CheckedModule> {
     distinct_call_spans(&mut module);
     let mut sigs: Vec<Signature> = Vec::new();
     let mut calls = Vec::new();
+    let mut fixes = Vec::new();
     let mut seen: HashMap<Name, Span> = HashMap::new();
     for def in &module.defs {
         if seen.contains_key(&def.name) {
             return invalid(format!("`{}` is defined twice", def.name), def.name_span);
         }
         let (earlier, later) = module.defs.split_at(sigs.len());
-        let (sig, def_calls) = check_def(earlier, later, &sigs, def)?;
+        let (sig, def_calls, def_fixes) = check_def(earlier, later, &sigs, def)?;
         seen.insert(def.name.clone(), def.name_span);
         sigs.push(sig);
         calls.push(def_calls);
+        fixes.push(def_fixes);
+    }
+    for (def, f) in module.defs.iter_mut().zip(&fixes) {
+        if !f.is_empty() {
+            def.body = elaborate(&def.body, f);
+        }
     }
     Ok(CheckedModule {
         module,
@@ -187,7 +210,11 @@ fn distinct_call_spans(module: &mut Module) {
                 _ => {}
             }
             match &mut e.kind {
-                ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::PrimFn(_) => {}
+                ExprKind::Const(_)
+                | ExprKind::Int(_)
+                | ExprKind::Literal(_)
+                | ExprKind::Var(_)
+                | ExprKind::PrimFn(_) => {}
                 ExprKind::Prim(_, xs)
                 | ExprKind::Tuple(xs)
                 | ExprKind::ArrayLit(xs)
@@ -234,7 +261,7 @@ pub struct Typer {
 }
 
 impl Typer {
-    /// A typer with the given size variables in scope (as reals).
+    /// A typer with the given size variables in scope (as integers).
     pub fn new(size_vars: &[Name]) -> Typer {
         let mut checker = Checker {
             defs: &[],
@@ -243,12 +270,13 @@ impl Typer {
             vars: Scope::new(),
             size_vars: size_vars.iter().cloned().collect(),
             calls: HashMap::new(),
+            fixes: None,
         };
         for n in size_vars {
             checker.vars.push(
                 n.clone(),
                 VarInfo {
-                    ty: Type::Real,
+                    ty: Type::Int,
                     is_size: true,
                 },
             );
@@ -288,6 +316,63 @@ impl Typer {
     }
 }
 
+/// A term written by hand without a typing context (a test's term, a
+/// UNF text's): every literal whole number a real, except in integer
+/// arithmetic that can be told from the text alone — a count (of `iota`,
+/// `replicate`, `take`, `drop`), the argument of `real`, an operation on a
+/// `len` — where it is an integer, with the integer operations.
+/// [`elaborate_expr`] decides by the types instead, where they are known.
+pub fn literals_as_reals(e: &Expr) -> Expr {
+    fn count(e: &Expr) -> Expr {
+        guard(|| match &e.kind {
+            ExprKind::Literal(k) => Expr::new(ExprKind::Int(*k), e.span),
+            ExprKind::Prim(p, args) => {
+                let args = args.iter().map(count).collect();
+                Expr::new(ExprKind::Prim(p.on_integers().unwrap_or(*p), args), e.span)
+            }
+            _ => literals_as_reals(e),
+        })
+    }
+    let on_len = |args: &[Expr]| {
+        args.iter()
+            .any(|a| matches!(a.kind, ExprKind::Builtin(Builtin::Len, _)))
+    };
+    guard(|| match &e.kind {
+        ExprKind::Literal(k) => Expr::new(ExprKind::Const(*k as f64), e.span),
+        ExprKind::Prim(Prim::ToReal, _) => e.map_children(&mut |c| count(c)),
+        ExprKind::Prim(p, args) if p.on_integers().is_some() && on_len(args) => count(e),
+        ExprKind::Builtin(
+            b @ (Builtin::Iota | Builtin::Replicate | Builtin::Take | Builtin::Drop),
+            args,
+        ) => {
+            let mut out: Vec<Expr> = vec![count(&args[0])];
+            out.extend(args[1..].iter().map(literals_as_reals));
+            Expr::new(ExprKind::Builtin(*b, out), e.span)
+        }
+        _ => e.map_children(&mut |c| literals_as_reals(c)),
+    })
+}
+
+/// Type-checks and elaborates one expression written by hand (parsed from
+/// text, so its literal whole numbers are still to be decided) in a
+/// context of typed variables and size variables: the term every later
+/// stage can take, and its type.
+pub fn elaborate_expr(
+    vars: &[(Name, Type)],
+    size_vars: &[Name],
+    e: &Expr,
+) -> TResult<(Expr, Type)> {
+    let mut t = Typer::new(size_vars);
+    t.checker.fixes = Some(HashMap::new());
+    for (n, ty) in vars {
+        t.checker.check_type_wf(ty, Span::DUMMY)?;
+        t.push(n.clone(), ty.clone());
+    }
+    let ty = t.checker.value(e)?;
+    let fixes = t.checker.fixes.take().unwrap_or_default();
+    Ok((elaborate(e, &fixes), ty))
+}
+
 /// Type-checks one expression in a context of typed variables and size
 /// variables (no definitions in scope). Used by the verifier on pipeline
 /// stages that are single terms.
@@ -303,7 +388,7 @@ pub fn check_expr(vars: &[(Name, Type)], size_vars: &[Name], e: &Expr) -> TResul
 /// A size in `t` beyond [`Size::LIMIT`].
 fn oversized(t: &Type) -> Option<&Size> {
     match t {
-        Type::Real | Type::Bool => None,
+        Type::Real | Type::Int | Type::Bool => None,
         Type::Tuple(ts) => ts.iter().find_map(oversized),
         Type::Array(t, n) => (!n.is_within_limit()).then_some(n).or_else(|| oversized(t)),
         Type::Fun(ps, r) => ps.iter().find_map(oversized).or_else(|| oversized(r)),
@@ -313,7 +398,7 @@ fn oversized(t: &Type) -> Option<&Size> {
 /// The sizes of the arrays in `t`, outermost first.
 fn array_sizes<'t>(t: &'t Type, out: &mut Vec<&'t Size>) {
     match t {
-        Type::Real | Type::Bool | Type::Fun(..) => {}
+        Type::Real | Type::Int | Type::Bool | Type::Fun(..) => {}
         Type::Tuple(ts) => ts.iter().for_each(|t| array_sizes(t, out)),
         Type::Array(t, n) => {
             out.push(n);
@@ -366,7 +451,7 @@ fn undetermined_size_var(params: &[DefParam]) -> Option<(Name, Span)> {
 
 fn size_vars_of(t: &Type, out: &mut Vec<Name>) {
     match t {
-        Type::Real | Type::Bool => {}
+        Type::Real | Type::Int | Type::Bool => {}
         Type::Tuple(ts) => ts.iter().for_each(|t| size_vars_of(t, out)),
         Type::Array(t, n) => {
             for v in n.terms.keys() {
@@ -390,7 +475,7 @@ fn check_def(
     later: &[Def],
     sigs: &[Signature],
     def: &Def,
-) -> TResult<(Signature, HashMap<Span, Instantiation>)> {
+) -> TResult<(Signature, HashMap<Span, Instantiation>, Fixes)> {
     let mut size_vars = Vec::new();
     for p in &def.params {
         match &p.ty {
@@ -409,6 +494,7 @@ fn check_def(
         vars: Scope::new(),
         size_vars: size_vars.iter().cloned().collect(),
         calls: HashMap::new(),
+        fixes: Some(HashMap::new()),
     };
     let mut names: HashMap<&str, Span> = HashMap::new();
     for p in &def.params {
@@ -448,7 +534,7 @@ fn check_def(
         c.vars.push(
             v.clone(),
             VarInfo {
-                ty: Type::Real,
+                ty: Type::Int,
                 is_size: true,
             },
         );
@@ -467,7 +553,12 @@ fn check_def(
     if let Some(r) = &def.ret {
         c.check_type_wf(r, def.name_span)?;
     }
-    let body = c.value(&def.body)?;
+    let mut body = c.value(&def.body)?;
+    if let Some(r) = &def.ret {
+        if c.coerce(&def.body, &body, r)? {
+            body = r.clone();
+        }
+    }
     let ret = match &def.ret {
         Some(r) if *r != body => {
             return mismatch(
@@ -501,7 +592,7 @@ fn check_def(
         ret,
         size_vars,
     };
-    Ok((sig, c.calls))
+    Ok((sig, c.calls, c.fixes.unwrap_or_default()))
 }
 
 #[derive(Clone, Debug)]
@@ -519,6 +610,50 @@ struct Checker<'a> {
     size_vars: BTreeSet<Name>,
     /// Size instantiations of the calls checked so far, by span.
     calls: HashMap<Span, Instantiation>,
+    /// The elaboration found so far, by node (`None` when checking a term a
+    /// pass built, which must need none).
+    fixes: Option<Fixes>,
+}
+
+/// The fixes of a definition, by node, in the order they apply.
+type Fixes = HashMap<*const Expr, Vec<Fix>>;
+
+/// A change elaboration makes to one node.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Fix {
+    /// A literal whole number that stands for a real (the default).
+    Real,
+    /// The node is the integer constant (`int(3)` of a literal).
+    Int(i64),
+    /// An integer converted to a real: `real(e)`.
+    ToReal,
+    /// The primitive of the node replaced (by its integer form).
+    Prim(Prim),
+}
+
+/// `e` with the fixes applied (a copy).
+fn elaborate(e: &Expr, fixes: &Fixes) -> Expr {
+    guard(|| {
+        let mut out = e.map_children(&mut |c| elaborate(c, fixes));
+        for fix in fixes.get(&(e as *const Expr)).into_iter().flatten() {
+            let kind = std::mem::replace(&mut out.kind, ExprKind::Tuple(Vec::new()));
+            out = match (fix, kind) {
+                (Fix::Real, ExprKind::Literal(k)) => Expr::new(ExprKind::Const(k as f64), e.span),
+                (Fix::Real, _) => unreachable!("a literal is fixed to a real"),
+                (Fix::Int(k), _) => Expr::new(ExprKind::Int(*k), e.span),
+                (Fix::ToReal, kind) => Expr::new(
+                    ExprKind::Prim(Prim::ToReal, vec![Expr::new(kind, e.span)]),
+                    e.span,
+                ),
+                (Fix::Prim(p), ExprKind::Prim(_, args)) => {
+                    Expr::new(ExprKind::Prim(*p, args), e.span)
+                }
+                (Fix::Prim(p), ExprKind::PrimFn(_)) => Expr::new(ExprKind::PrimFn(*p), e.span),
+                (Fix::Prim(_), _) => unreachable!("a primitive is fixed on a primitive node"),
+            };
+        }
+        out
+    })
 }
 
 impl Checker<'_> {
@@ -560,10 +695,83 @@ impl Checker<'_> {
 
     fn expect(&mut self, e: &Expr, want: &Type, context: &str) -> TResult<()> {
         let t = self.infer(e)?;
-        if t != *want {
+        if !self.coerce(e, &t, want)? {
             return mismatch(context, want, &t, e.span);
         }
         Ok(())
+    }
+
+    /// Records a fix of node `e`; an error where nothing may be elaborated.
+    fn fix(&mut self, e: &Expr, fix: Fix) -> TResult<()> {
+        match &mut self.fixes {
+            Some(fixes) => {
+                fixes.entry(e as *const Expr).or_default().push(fix);
+                Ok(())
+            }
+            None => invalid(
+                match fix {
+                    Fix::Real | Fix::Int(_) => "a literal whose type is not decided",
+                    Fix::ToReal => "an integer where a real is needed, without `real(…)`",
+                    Fix::Prim(_) => "a real operation applied to integers",
+                },
+                e.span,
+            ),
+        }
+    }
+
+    /// The value of `e` if it is a literal whole number whose type is still
+    /// to be decided (in a program being elaborated).
+    fn literal(&self, e: &Expr) -> Option<i64> {
+        match (&e.kind, &self.fixes) {
+            (ExprKind::Literal(k), Some(fixes)) => fixes
+                .get(&(e as *const Expr))
+                .is_some_and(|f| f.contains(&Fix::Real))
+                .then_some(*k),
+            _ => None,
+        }
+    }
+
+    /// Whether `e`, of type `found`, can stand where a `want` is needed,
+    /// recording the fixes that make it so: a literal whole number for an
+    /// integer, an integer converted for a real, and tuples and array
+    /// literals of these component by component.
+    fn coerce(&mut self, e: &Expr, found: &Type, want: &Type) -> TResult<bool> {
+        if found == want {
+            return Ok(true);
+        }
+        match (found, want, &e.kind) {
+            (Type::Real, Type::Int, _) if self.literal(e).is_some() => {
+                let k = self.literal(e).expect("a literal");
+                if let Some(fixes) = self
+                    .fixes
+                    .as_mut()
+                    .and_then(|f| f.get_mut(&(e as *const Expr)))
+                {
+                    for f in fixes.iter_mut().filter(|f| **f == Fix::Real) {
+                        *f = Fix::Int(k);
+                    }
+                }
+                Ok(true)
+            }
+            (Type::Int, Type::Real, _) => self.fix(e, Fix::ToReal).map(|()| true),
+            (Type::Tuple(fs), Type::Tuple(ws), ExprKind::Tuple(es)) if fs.len() == ws.len() => {
+                for ((x, f), w) in es.iter().zip(fs).zip(ws) {
+                    if !self.coerce(x, f, w)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            (Type::Array(f, n), Type::Array(w, m), ExprKind::ArrayLit(es)) if n == m => {
+                for x in es {
+                    if !self.coerce(x, f, w)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 
     fn array(&mut self, e: &Expr, context: &str) -> TResult<(Type, Size)> {
@@ -621,6 +829,13 @@ impl Checker<'_> {
     fn infer_inner(&mut self, e: &Expr) -> TResult<Type> {
         match &e.kind {
             ExprKind::Const(_) => Ok(Type::Real),
+            // A literal: a real unless an integer is needed where it stands
+            // (see `coerce`).
+            ExprKind::Literal(_) => {
+                self.fix(e, Fix::Real)?;
+                Ok(Type::Real)
+            }
+            ExprKind::Int(_) => Ok(Type::Int),
             ExprKind::Var(n) => match self.vars.get(n) {
                 Some(info) => Ok(info.ty.clone()),
                 None if self.def_index(n).is_some() => invalid(
@@ -633,16 +848,17 @@ impl Checker<'_> {
                 crate::span::arity_message(&format!("`{p}`"), p.info().arity, args.len()),
                 e.span,
             ),
-            ExprKind::Prim(p, args) => self.prim(*p, args),
+            ExprKind::Prim(p, args) => self.prim(e, *p, args),
             ExprKind::PrimFn(p) => {
                 let info = p.info();
-                if info.kind() != PrimKind::Real {
-                    return invalid(format!("`{p}` cannot be used as a function value"), e.span);
-                }
-                Ok(Type::Fun(
-                    vec![Type::Real; info.arity],
-                    Box::new(Type::Real),
-                ))
+                let t = match info.kind() {
+                    PrimKind::Real => Type::Real,
+                    PrimKind::Int => Type::Int,
+                    _ => {
+                        return invalid(format!("`{p}` cannot be used as a function value"), e.span)
+                    }
+                };
+                Ok(Type::Fun(vec![t.clone(); info.arity], Box::new(t)))
             }
             ExprKind::Let { .. } => self.let_chain(e),
             ExprKind::Tuple(es) => {
@@ -698,10 +914,13 @@ impl Checker<'_> {
                 }
                 let tt = self.value(t)?;
                 let ft = self.value(f)?;
-                if tt != ft {
-                    return mismatch("the branches of `if` differ", &tt, &ft, f.span);
+                if tt == ft || self.coerce(f, &ft, &tt)? {
+                    return Ok(tt);
                 }
-                Ok(tt)
+                if self.coerce(t, &tt, &ft)? {
+                    return Ok(ft);
+                }
+                mismatch("the branches of `if` differ", &tt, &ft, f.span)
             }
             ExprKind::Lambda(params, body) => {
                 let mut tys = Vec::new();
@@ -737,9 +956,12 @@ impl Checker<'_> {
             body,
         } = &e.kind
         {
-            let vt = self.value(value)?;
+            let mut vt = self.value(value)?;
             if let Some(t) = ty {
                 self.check_type_wf(t, pat.span())?;
+                if self.coerce(value, &vt, t)? {
+                    vt = t.clone();
+                }
                 if *t != vt {
                     return mismatch(
                         "the bound value does not have the declared type",
@@ -757,44 +979,86 @@ impl Checker<'_> {
         t
     }
 
-    fn prim(&mut self, p: Prim, args: &[Expr]) -> TResult<Type> {
+    fn prim(&mut self, e: &Expr, p: Prim, args: &[Expr]) -> TResult<Type> {
         let info = p.info();
-        match info.kind() {
-            PrimKind::Real | PrimKind::Compare => {
-                for a in args {
-                    let t = self.infer(a)?;
-                    if t != Type::Real {
-                        let what = match info.fixity {
-                            crate::prim::Fixity::Call => format!("the argument of `{p}`"),
-                            _ => format!("an operand of `{p}`"),
-                        };
-                        if t == Type::Bool {
-                            return invalid(format!("{what} is a condition, not a real"), a.span);
-                        }
-                        return mismatch(what, &Type::Real, &t, a.span);
-                    }
-                }
-                Ok(if info.kind() == PrimKind::Real {
-                    Type::Real
-                } else {
-                    Type::Bool
-                })
+        let what = |a: &Expr| -> String {
+            let _ = a;
+            match info.fixity {
+                crate::prim::Fixity::Call => format!("the argument of `{p}`"),
+                _ => format!("an operand of `{p}`"),
             }
-            PrimKind::Logic => {
-                for a in args {
-                    let t = self.infer(a)?;
-                    if t != Type::Bool {
-                        return invalid(
-                            format!(
-                                "`{p}` joins conditions (comparisons), found a value of type `{t}`"
-                            ),
-                            a.span,
-                        );
-                    }
+        };
+        if info.kind() == PrimKind::Logic {
+            for a in args {
+                let t = self.infer(a)?;
+                if t != Type::Bool {
+                    return invalid(
+                        format!(
+                            "`{p}` joins conditions (comparisons), found a value of type `{t}`"
+                        ),
+                        a.span,
+                    );
                 }
-                Ok(Type::Bool)
+            }
+            return Ok(Type::Bool);
+        }
+        let mut tys = Vec::with_capacity(args.len());
+        for a in args {
+            let t = self.infer(a)?;
+            if t == Type::Bool {
+                return invalid(format!("{} is a condition, not a number", what(a)), a.span);
+            }
+            if t != Type::Real && t != Type::Int {
+                let want = info.kind().arg_type().unwrap_or(Type::Real);
+                return mismatch(what(a), &want, &t, a.span);
+            }
+            tys.push(t);
+        }
+        // An operation that has an integer form takes it when an operand is
+        // an integer and every other one is an integer or a literal whole
+        // number (in a program being elaborated).
+        let mut kind = info.kind();
+        if let Some(q) = p.on_integers() {
+            let some_int = tys.contains(&Type::Int);
+            let all_int = args
+                .iter()
+                .zip(&tys)
+                .all(|(a, t)| *t == Type::Int || self.literal(a).is_some());
+            if some_int && all_int {
+                self.fix(e, Fix::Prim(q))?;
+                kind = q.info().kind();
             }
         }
+        if p == Prim::ToInt {
+            if let Some(k) = self.literal(&args[0]) {
+                self.fix(e, Fix::Int(k))?;
+                return Ok(Type::Int);
+            }
+        }
+        let want = kind.arg_type().expect("not a connective");
+        for (a, t) in args.iter().zip(&tys) {
+            // `int` of an integer would round it through a real.
+            let promoted_int = p == Prim::ToInt && *t == Type::Int;
+            if promoted_int || !self.coerce(a, t, &want)? {
+                let message = match (&want, p) {
+                    (Type::Int, Prim::IDiv | Prim::IMod) => format!(
+                        "`{p}` divides integers; `{}` is a real (`/` divides reals, `floor(x / y)` rounds the quotient down)",
+                        a
+                    ),
+                    (Type::Int, Prim::ToReal) => format!(
+                        "`real` converts an integer, and `{}` is already a real",
+                        a
+                    ),
+                    (Type::Real, Prim::ToInt) => format!(
+                        "`int` converts a real, and `{}` is already an integer",
+                        a
+                    ),
+                    _ => return mismatch(what(a), &want, t, a.span),
+                };
+                return invalid(message, a.span);
+            }
+        }
+        Ok(kind.result_type())
     }
 
     fn lambda(&mut self, params: &[Param], tys: &[Type], body: &Expr) -> TResult<Type> {
@@ -875,6 +1139,30 @@ impl Checker<'_> {
                     }
                 }
                 self.lambda(params, arg_tys, body)
+            }
+            // `(+)` over integers is the integer addition.
+            ExprKind::PrimFn(p)
+                if p.on_integers().is_some()
+                    && !arg_tys.is_empty()
+                    && arg_tys.iter().all(|t| *t == Type::Int) =>
+            {
+                let q = p.on_integers().expect("checked");
+                self.fix(f, Fix::Prim(q))?;
+                Ok(q.info().kind().result_type())
+            }
+            ExprKind::PrimFn(p) if p.info().kind() == PrimKind::Int => {
+                let kind = p.info().kind();
+                for t in arg_tys {
+                    if *t != Type::Int {
+                        return mismatch(
+                            format!("an argument passed to {what}"),
+                            &Type::Int,
+                            t,
+                            f.span,
+                        );
+                    }
+                }
+                Ok(kind.result_type())
             }
             ExprKind::Var(n) if self.def_index(n).is_some() => {
                 let i = self.def_index(n).expect("checked");
@@ -984,15 +1272,11 @@ impl Checker<'_> {
                         "size parameters are rejected before instantiation without expressions"
                     )
                 };
-                if *aty != Type::Real {
-                    return mismatch(
-                        format!("size argument `{pname}` of `{name}`"),
-                        &Type::Real,
-                        aty,
-                        *aspan,
-                    );
+                let what = format!("the size argument `{pname}` of `{name}`");
+                if !self.coerce(expr, aty, &Type::Int)? {
+                    return mismatch(what, &Type::Int, aty, *aspan);
                 }
-                let s = self.size_of(expr, &format!("the size argument `{pname}` of `{name}`"))?;
+                let s = self.size_of(expr, &what)?;
                 subst.insert(pname.clone(), s);
             }
         }
@@ -1009,10 +1293,14 @@ impl Checker<'_> {
             }
         }
         let lookup = |v: &Name| subst.get(v).cloned();
-        for (k, ((pname, pty), (_, aty, aspan))) in sig.params.iter().zip(args).enumerate() {
+        for (k, ((pname, pty), (expr, aty, aspan))) in sig.params.iter().zip(args).enumerate() {
             if let Some(pty) = pty {
                 let want = pty.substitute(&lookup);
-                if want != *aty {
+                let fits = match expr {
+                    Some(e) => self.coerce(e, aty, &want)?,
+                    None => want == *aty,
+                };
+                if !fits {
                     return mismatch(
                         format!("argument {} (`{pname}`) of `{name}`", k + 1),
                         &want,
@@ -1086,8 +1374,11 @@ impl Checker<'_> {
                 Ok(Type::Tuple(vec![s, Type::array(e, n), acc]))
             }
             ArrayOp::Reduce | ArrayOp::Foldl(_) | ArrayOp::Scanl | ArrayOp::Scanr => {
-                let s = self.value(&args[0])?;
+                let mut s = self.value(&args[0])?;
                 let (t, n) = self.array(&args[1], &format!("`{}`", op.name()))?;
+                if op == ArrayOp::Reduce && self.coerce(&args[0], &s, &t)? {
+                    s = t.clone();
+                }
                 if op == ArrayOp::Reduce && t != s {
                     return mismatch(
                         "`reduce` needs its unit and the array elements to have one type",
@@ -1120,20 +1411,30 @@ impl Checker<'_> {
         match b {
             Builtin::Len => {
                 self.array(&args[0], "`len`")?;
-                Ok(Type::Real)
+                Ok(Type::Int)
             }
             Builtin::Iota => {
-                let n = self.size_of(&args[0], "`iota`")?;
-                Ok(Type::array(Type::Real, n))
+                let n = self.count(&args[0], "`iota`")?;
+                Ok(Type::array(Type::Int, n))
             }
             Builtin::Replicate => {
-                let n = self.size_of(&args[0], "`replicate`")?;
+                let n = self.count(&args[0], "`replicate`")?;
                 let t = self.value(&args[1])?;
                 Ok(Type::array(t, n))
             }
             Builtin::Concat => {
                 let (t1, n1) = self.array(&args[0], "`concat`")?;
-                let (t2, n2) = self.array(&args[1], "`concat`")?;
+                let (mut t2, n2) = self.array(&args[1], "`concat`")?;
+                let (a1, a2) = (
+                    Type::array(t1.clone(), n1.clone()),
+                    Type::array(t2.clone(), n2.clone()),
+                );
+                if t1 != t2
+                    && (self.coerce(&args[1], &a2, &Type::array(t1.clone(), n2.clone()))?
+                        || self.coerce(&args[0], &a1, &Type::array(t2.clone(), n1.clone()))?)
+                {
+                    t2 = t1.clone();
+                }
                 if t1 != t2 {
                     return mismatch(
                         "`concat` needs arrays of one element type",
@@ -1145,7 +1446,7 @@ impl Checker<'_> {
                 Ok(Type::array(t1, n1.plus(&n2)))
             }
             Builtin::Take | Builtin::Drop => {
-                let k = self.size_of(&args[0], &format!("`{}`", b.name()))?;
+                let k = self.count(&args[0], &format!("`{}`", b.name()))?;
                 let (t, n) = self.array(&args[1], &format!("`{}`", b.name()))?;
                 Ok(Type::array(
                     t,
@@ -1167,6 +1468,18 @@ impl Checker<'_> {
         }
     }
 
+    /// A count (of `iota`, `replicate`, `take`, `drop`, a size argument):
+    /// a size expression ([`Checker::size_of`]), checked as an integer
+    /// (its literals elaborated as integers).
+    fn count(&mut self, e: &Expr, what: &str) -> TResult<Size> {
+        let n = self.size_of(e, what)?;
+        let t = self.value(e)?;
+        if !self.coerce(e, &t, &Type::Int)? {
+            return mismatch(what.to_string(), &Type::Int, &t, e.span);
+        }
+        Ok(n)
+    }
+
     /// Reads a size expression: whole numbers, size variables, `len(A)`,
     /// sums, differences and whole multiples of these.
     fn size_of(&mut self, e: &Expr, what: &str) -> TResult<Size> {
@@ -1177,6 +1490,8 @@ impl Checker<'_> {
             )
         };
         match &e.kind {
+            ExprKind::Int(k) | ExprKind::Literal(k) if k.abs() <= Size::LIMIT => Ok(Size::lit(*k)),
+            // Terms a pass builds may write a count as a real.
             ExprKind::Const(c) if c.fract() == 0.0 && c.abs() <= Size::LIMIT as f64 => {
                 Ok(Size::lit(*c as i64))
             }
@@ -1184,13 +1499,16 @@ impl Checker<'_> {
                 Some(VarInfo { is_size: true, .. }) => Ok(Size::var(n.clone())),
                 _ => bad(),
             },
-            ExprKind::Prim(Prim::Add, args) => Ok(self
+            ExprKind::Prim(Prim::Add | Prim::IAdd, args) => Ok(self
                 .size_of(&args[0], what)?
                 .plus(&self.size_of(&args[1], what)?)),
-            ExprKind::Prim(Prim::Sub, args) => Ok(self
+            ExprKind::Prim(Prim::Sub | Prim::ISub, args) => Ok(self
                 .size_of(&args[0], what)?
                 .add_scaled(&self.size_of(&args[1], what)?, -1)),
-            ExprKind::Prim(Prim::Mul, args) => {
+            ExprKind::Prim(Prim::Neg | Prim::INeg, args) => {
+                Ok(self.size_of(&args[0], what)?.scale(-1))
+            }
+            ExprKind::Prim(Prim::Mul | Prim::IMul, args) => {
                 let a = self.size_of(&args[0], what)?;
                 let b = self.size_of(&args[1], what)?;
                 match (a.as_literal(), b.as_literal()) {

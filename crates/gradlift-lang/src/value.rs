@@ -15,6 +15,8 @@ use std::sync::Arc;
 pub enum Value {
     /// A real.
     Real(f64),
+    /// An integer.
+    Int(i64),
     /// The result of a condition.
     Bool(bool),
     /// A tuple.
@@ -75,23 +77,45 @@ impl Value {
         }
     }
 
-    /// Every real in the value, depth first (tuples and arrays flattened).
+    /// The integer, if this is one.
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Value::Int(k) => Some(*k),
+            _ => None,
+        }
+    }
+
+    /// Every real in the value, depth first (tuples and arrays flattened;
+    /// integers left out: they are not differentiated).
     pub fn flatten(&self, out: &mut Vec<f64>) {
         match self {
             Value::Real(x) => out.push(*x),
-            Value::Bool(_) | Value::Fun(_) => {}
+            Value::Int(_) | Value::Bool(_) | Value::Fun(_) => {}
             Value::Tuple(xs) | Value::Array(xs) => xs.iter().for_each(|x| x.flatten(out)),
         }
     }
 
+    /// Every real and integer in the value, depth first, as the native
+    /// layout stores them: one 8-byte slot each, an integer's slot holding
+    /// its two's-complement bits.
+    pub fn slots(&self, out: &mut Vec<f64>) {
+        match self {
+            Value::Real(x) => out.push(*x),
+            Value::Int(k) => out.push(f64::from_bits(*k as u64)),
+            Value::Bool(_) | Value::Fun(_) => {}
+            Value::Tuple(xs) | Value::Array(xs) => xs.iter().for_each(|x| x.slots(out)),
+        }
+    }
+
     /// The same shape with its reals replaced, depth first, by `xs` (the
-    /// inverse of [`Value::flatten`]; missing reals become 0).
+    /// inverse of [`Value::flatten`]; missing reals become 0; integers
+    /// stay).
     pub fn with_reals(&self, xs: &mut impl Iterator<Item = f64>) -> Value {
         match self {
             Value::Real(_) => Value::Real(xs.next().unwrap_or(0.0)),
             Value::Tuple(ps) => Value::Tuple(ps.iter().map(|p| p.with_reals(xs)).collect()),
             Value::Array(ps) => Value::Array(ps.iter().map(|p| p.with_reals(xs)).collect()),
-            Value::Bool(_) | Value::Fun(_) => self.clone(),
+            Value::Int(_) | Value::Bool(_) | Value::Fun(_) => self.clone(),
         }
     }
 
@@ -102,6 +126,7 @@ impl Value {
             (Value::Real(a), Value::Real(b)) => {
                 a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
             }
+            (Value::Int(a), Value::Int(b)) => a == b,
             (Value::Bool(a), Value::Bool(b)) => a == b,
             (Value::Tuple(a), Value::Tuple(b)) | (Value::Array(a), Value::Array(b)) => {
                 a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.same(y))
@@ -118,6 +143,7 @@ impl Value {
                 Some(n) => serde_json::Value::Number(n),
                 None => serde_json::Value::String(format_real(*x)),
             },
+            Value::Int(k) => serde_json::Value::Number((*k).into()),
             Value::Bool(b) => serde_json::Value::Bool(*b),
             Value::Tuple(xs) | Value::Array(xs) => {
                 serde_json::Value::Array(xs.iter().map(Value::to_json).collect())
@@ -131,6 +157,7 @@ impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Value::Real(x) => f.write_str(&format_real(*x)),
+            Value::Int(k) => write!(f, "{k}"),
             Value::Bool(b) => write!(f, "{b}"),
             Value::Tuple(xs) | Value::Array(xs) => {
                 let (open, close) = if matches!(self, Value::Tuple(_)) {
@@ -179,6 +206,7 @@ pub fn bind_sizes(
         match pty {
             None => {
                 let n = match arg {
+                    Value::Int(k) if *k >= 0 && *k <= i64::MAX / 4 => *k,
                     Value::Real(x)
                         if x.fract() == 0.0 && *x >= 0.0 && *x <= i64::MAX as f64 / 4.0 =>
                     {
@@ -279,6 +307,7 @@ fn size_value(size: &Size, sizes: &HashMap<Name, (i64, Name)>, skip: Option<&Nam
 fn describe(v: &Value) -> String {
     match v {
         Value::Real(x) => format!("the real {}", format_real(*x)),
+        Value::Int(k) => format!("the integer {k}"),
         Value::Bool(_) => "a condition".into(),
         Value::Tuple(xs) => format!("a tuple of {}", crate::span::count(xs.len(), "component")),
         Value::Array(xs) => format!("an array of length {}", xs.len()),
@@ -294,7 +323,7 @@ fn shape_constraints(
     out: &mut Vec<(Size, i64, Name, String)>,
 ) -> Result<(), BindError> {
     match (ty, v) {
-        (Type::Real, Value::Real(_)) => Ok(()),
+        (Type::Real, Value::Real(_)) | (Type::Int, Value::Int(_)) => Ok(()),
         (Type::Tuple(ts), Value::Tuple(xs)) if ts.len() == xs.len() => {
             for (i, (t, x)) in ts.iter().zip(xs.iter()).enumerate() {
                 shape_constraints(pname, t, x, format!("{path}.{i}"), out)?;
@@ -303,15 +332,24 @@ fn shape_constraints(
         }
         (Type::Array(elem, n), Value::Array(xs)) => {
             out.push((n.clone(), xs.len() as i64, pname.clone(), path.clone()));
-            if **elem != Type::Real {
+            if **elem == Type::Real {
+                if let Some(i) = xs.iter().position(|x| !matches!(x, Value::Real(_))) {
+                    return Err(BindError(format!(
+                        "`{path}[{i}]` must be a real, found {}",
+                        describe(&xs[i])
+                    )));
+                }
+            } else if **elem == Type::Int {
+                if let Some(i) = xs.iter().position(|x| !matches!(x, Value::Int(_))) {
+                    return Err(BindError(format!(
+                        "`{path}[{i}]` must be an integer, found {}",
+                        describe(&xs[i])
+                    )));
+                }
+            } else {
                 for (i, x) in xs.iter().enumerate() {
                     shape_constraints(pname, elem, x, format!("{path}[{i}]"), out)?;
                 }
-            } else if let Some(i) = xs.iter().position(|x| !matches!(x, Value::Real(_))) {
-                return Err(BindError(format!(
-                    "`{path}[{i}]` must be a real, found {}",
-                    describe(&xs[i])
-                )));
             }
             Ok(())
         }

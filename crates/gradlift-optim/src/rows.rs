@@ -121,6 +121,6 @@ fn size_vars_of(ty: &Type, out: &mut BTreeSet<Name>) {
             ps.iter().for_each(|t| size_vars_of(t, out));
             size_vars_of(r, out);
         }
-        Type::Real | Type::Bool => {}
+        Type::Real | Type::Int | Type::Bool => {}
     }
 }

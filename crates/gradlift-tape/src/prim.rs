@@ -159,6 +159,23 @@ pub(crate) fn rule<R: Scalar>(p: Prim, a: R, b: R) -> (R, [Partial<R>; 2]) {
         | Prim::And
         | Prim::Or
         | Prim::Not => panic!("`{p}` is not a real function"),
+        // Integers are not on the tape: they are not differentiated.
+        Prim::IAdd
+        | Prim::ISub
+        | Prim::IMul
+        | Prim::IDiv
+        | Prim::IMod
+        | Prim::INeg
+        | Prim::IMin
+        | Prim::IMax
+        | Prim::ILt
+        | Prim::ILe
+        | Prim::IGt
+        | Prim::IGe
+        | Prim::IEq
+        | Prim::INe
+        | Prim::ToReal
+        | Prim::ToInt => panic!("`{p}` is an operation on integers, not a real function"),
     }
 }
 

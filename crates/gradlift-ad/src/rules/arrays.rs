@@ -3,7 +3,7 @@
 //! | forward | reverse, for the cotangent `Z` of the result |
 //! | --- | --- |
 //! | `r = [e₁, …, eₖ]` | `ēᵢ += Z[i]` |
-//! | `r = A[k]`, `A : [T; n]` | `Ā += map (i. if i == k then Z else 0_T) (iota(n))` (`k < 0` counts from the end) |
+//! | `r = A[k]`, `A : [T; n]` | `Ā += map (i. if i == k then Z else 0_T) (iota(n))` (`k < 0` counts from the end; integer comparison) |
 //! | `r = replicate(n, e)` | `ē += reduce (+̂) 0 Z` |
 //! | `r = concat(A, B)` | `Ā += take(len(A), Z)`, `B̄ += drop(len(A), Z)` |
 //! | `r = take(k, A)` | `Ā += concat(Z, drop(k, ZerosLike(A)))` |
@@ -34,12 +34,15 @@ impl Deriver {
         };
         let z = self.atomize_val(sw, ty, z);
         let position = if k >= 0 {
-            real(k as f64)
+            int(k)
         } else {
-            add(builtin(Builtin::Len, vec![of.clone()]), real(k as f64))
+            prim(
+                Prim::IAdd,
+                vec![builtin(Builtin::Len, vec![of.clone()]), int(k)],
+            )
         };
         let i = self.names.fresh("i");
-        let pick = cond(prim(Prim::Eq, vec![var(&i), position]), z, zeros(elem));
+        let pick = cond(prim(Prim::IEq, vec![var(&i), position]), z, zeros(elem));
         let one_hot = array_op(
             ArrayOp::Map,
             lambda(vec![pvar(&i)], pick),

@@ -194,7 +194,7 @@ impl Deriver {
             lambda(
                 vec![pvar(&j)],
                 cond(
-                    prim(Prim::Eq, vec![var(&j), k]),
+                    prim(Prim::IEq, vec![var(&j), k]),
                     z.clone(),
                     Expr::structural_zero(),
                 ),
@@ -288,7 +288,7 @@ impl Deriver {
             ArrayOp::Reduce,
             lambda(
                 vec![pvar(&p), pvar(&q)],
-                prim(Prim::Min, vec![var(&p), var(&q)]),
+                prim(Prim::IMin, vec![var(&p), var(&q)]),
             ),
             vec![n.clone(), candidates],
         );

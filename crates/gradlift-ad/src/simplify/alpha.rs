@@ -93,6 +93,7 @@ impl Alpha {
             (Const(x), Const(y)) => {
                 x.to_bits() == y.to_bits() && a.is_structural_zero() == b.is_structural_zero()
             }
+            (Int(x), Int(y)) | (Literal(x), Literal(y)) => x == y,
             (Var(x), Var(y)) => match (self.left.get(x), self.right.get(y)) {
                 (Some(i), Some(j)) => i == j,
                 (None, None) => x == y,
@@ -170,6 +171,8 @@ impl Alpha {
         }
         match &e.kind {
             Const(x) => ("c", x.to_bits(), e.is_structural_zero()).hash(&mut h),
+            Int(k) => ("z", k).hash(&mut h),
+            Literal(k) => ("l", k).hash(&mut h),
             // A bound variable hashes by how many binders lie between it
             // and its own (a de Bruijn index), not by its name.
             Var(x) => match self.left.get(x) {

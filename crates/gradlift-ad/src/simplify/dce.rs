@@ -189,11 +189,11 @@ fn is_range(e: &Expr) -> bool {
 /// Whether `e` is a size expression of at most `depth` operations.
 fn is_size(e: &Expr, depth: u32) -> bool {
     match &e.kind {
-        ExprKind::Var(_) | ExprKind::Const(_) => true,
+        ExprKind::Var(_) | ExprKind::Int(_) => true,
         ExprKind::Builtin(Builtin::Len, xs) => {
             matches!(&xs[..], [x] if matches!(x.kind, ExprKind::Var(_)))
         }
-        ExprKind::Prim(Prim::Add | Prim::Sub | Prim::Mul, xs) if depth > 0 => {
+        ExprKind::Prim(Prim::IAdd | Prim::ISub | Prim::IMul, xs) if depth > 0 => {
             xs.iter().all(|x| is_size(x, depth - 1))
         }
         _ => false,
@@ -254,7 +254,7 @@ fn cheap(e: &Expr, nodes: &mut u32) -> bool {
         return false;
     }
     match &e.kind {
-        ExprKind::Const(_) | ExprKind::Var(_) => true,
+        ExprKind::Const(_) | ExprKind::Int(_) | ExprKind::Var(_) => true,
         ExprKind::Prim(p, xs) => p.info().cheap && xs.iter().all(|x| cheap(x, nodes)),
         ExprKind::If(c, t, f) => cheap(c, nodes) && cheap(t, nodes) && cheap(f, nodes),
         _ => false,

@@ -324,7 +324,12 @@ impl Analysis {
         if *d == Demand::No {
             // Replaced, or a variable read for nothing. Anything else is
             // kept as it is and so reads what it reads.
-            if replaceable(e) || matches!(e.kind, ExprKind::Var(_) | ExprKind::Const(_)) {
+            if replaceable(e)
+                || matches!(
+                    e.kind,
+                    ExprKind::Var(_) | ExprKind::Const(_) | ExprKind::Int(_)
+                )
+            {
                 return;
             }
             return self.need(e, &Demand::All);

@@ -179,9 +179,9 @@ impl FillRef<'_> {
 /// A size expression over size variables and `len` of variables only.
 fn is_variable_size(e: &Expr) -> bool {
     guard(|| match &e.kind {
-        ExprKind::Const(_) | ExprKind::Var(_) => true,
+        ExprKind::Int(_) | ExprKind::Var(_) => true,
         ExprKind::Builtin(Builtin::Len, args) => is_atom(&args[0]),
-        ExprKind::Prim(Prim::Add | Prim::Sub | Prim::Mul, args) => {
+        ExprKind::Prim(Prim::IAdd | Prim::ISub | Prim::IMul, args) => {
             args.iter().all(is_variable_size)
         }
         _ => false,

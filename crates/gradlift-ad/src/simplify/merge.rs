@@ -393,6 +393,7 @@ fn total(e: &Expr) -> bool {
     guard(|| {
         let ok = match &e.kind {
             ExprKind::Index(..) | ExprKind::Apply(..) | ExprKind::ArrayLit(_) => false,
+            ExprKind::Prim(p, _) if p.can_fail() => false,
             ExprKind::ArrayOp(op, ..) => !matches!(op, ArrayOp::Revfold(_)),
             // `replicate(n, x)` and `iota(n)` of a size (a variable or a
             // length) cannot fail.

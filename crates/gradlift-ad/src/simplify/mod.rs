@@ -41,7 +41,7 @@
 //! // the text, so `0 + x` stays (it is not `x` when `x` is -0.0). Zeros
 //! // that differentiation builds are structural and would go.
 //! let term = parse_expr(
-//!     "let Y = fun (a: R, z: R) -> (a + x * z, z * y) in Y(0, 1)",
+//!     "let Y = fun (a: R, z: R) -> (a + x * z, z * y) in Y(0.0, 1.0)",
 //! ).unwrap();
 //! let simple = simplify(&term, &Options::default()).unwrap();
 //! assert_eq!(simple.to_string(), "(0.0 + x, y)");

@@ -126,7 +126,8 @@ fn map_of<'a>(e: &'a Expr, x: &Name) -> Option<(&'a Name, &'a Expr)> {
 /// variables, primitives and `let`s of those.
 fn cannot_fail(e: &Expr) -> bool {
     guard(|| match &e.kind {
-        ExprKind::Const(_) | ExprKind::Var(_) => true,
+        ExprKind::Const(_) | ExprKind::Int(_) | ExprKind::Var(_) => true,
+        ExprKind::Prim(p, _) if p.can_fail() => false,
         ExprKind::Prim(_, args) => args.iter().all(cannot_fail),
         ExprKind::Let {
             pat, value, body, ..

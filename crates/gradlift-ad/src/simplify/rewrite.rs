@@ -433,12 +433,12 @@ pub(super) fn shift(arg: &Val, facts: &Facts) -> Option<(Rule, ShiftRewrite)> {
     }
     let len = f.size?.kind.clone();
     match len {
-        ExprKind::Const(n) if n.fract() == 0.0 && n >= 0.0 => Some((
+        ExprKind::Int(n) if n >= 0 => Some((
             Rule::ShiftFill,
             ShiftRewrite::Replicate {
                 value,
                 structural,
-                len: (n as i64 - 1).max(0),
+                len: (n - 1).max(0),
             },
         )),
         _ => None,
@@ -493,10 +493,7 @@ pub(super) fn const_map(value: f64, structural: bool, a: Expr) -> Expr {
 /// `size + 1` as a size expression.
 pub(super) fn size_plus_one(size: Expr) -> Expr {
     match size.kind {
-        ExprKind::Const(n) => mk(ExprKind::Const(n + 1.0)),
-        _ => mk(ExprKind::Prim(
-            Prim::Add,
-            vec![size, mk(ExprKind::Const(1.0))],
-        )),
+        ExprKind::Int(n) => mk(ExprKind::Int(n + 1)),
+        _ => mk(ExprKind::Prim(Prim::IAdd, vec![size, mk(ExprKind::Int(1))])),
     }
 }

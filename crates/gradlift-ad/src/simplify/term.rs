@@ -97,7 +97,11 @@ pub(super) fn map_children(e: Expr, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
     let span = e.span;
     let mut all = |xs: Vec<Expr>| xs.into_iter().map(&mut *f).collect::<Vec<_>>();
     let kind = match into_kind(e) {
-        k @ (ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::PrimFn(_)) => k,
+        k @ (ExprKind::Const(_)
+        | ExprKind::Int(_)
+        | ExprKind::Literal(_)
+        | ExprKind::Var(_)
+        | ExprKind::PrimFn(_)) => k,
         ExprKind::Prim(p, xs) => ExprKind::Prim(p, all(xs)),
         ExprKind::Tuple(xs) => ExprKind::Tuple(all(xs)),
         ExprKind::ArrayLit(xs) => ExprKind::ArrayLit(all(xs)),
@@ -132,7 +136,11 @@ pub(super) fn map_children(e: Expr, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
 /// Calls `f` on each child of `e`, left to right, without allocating.
 pub(super) fn for_each_child<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
     match &e.kind {
-        ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::PrimFn(_) => {}
+        ExprKind::Const(_)
+        | ExprKind::Int(_)
+        | ExprKind::Literal(_)
+        | ExprKind::Var(_)
+        | ExprKind::PrimFn(_) => {}
         ExprKind::Prim(_, xs)
         | ExprKind::Tuple(xs)
         | ExprKind::ArrayLit(xs)
@@ -157,7 +165,10 @@ pub(super) fn for_each_child<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
 
 /// A variable or a constant.
 pub(super) fn is_atom(e: &Expr) -> bool {
-    matches!(e.kind, ExprKind::Var(_) | ExprKind::Const(_))
+    matches!(
+        e.kind,
+        ExprKind::Var(_) | ExprKind::Const(_) | ExprKind::Int(_)
+    )
 }
 
 /// Whether argument `i` of built-in `b` is a size expression (it must stay
@@ -246,11 +257,8 @@ pub(super) fn len_plus(x: Name, offset: i64) -> Expr {
     match offset {
         0 => len,
         k => {
-            let op = if k > 0 { Prim::Add } else { Prim::Sub };
-            mk(ExprKind::Prim(
-                op,
-                vec![len, mk(ExprKind::Const(k.unsigned_abs() as f64))],
-            ))
+            let op = if k > 0 { Prim::IAdd } else { Prim::ISub };
+            mk(ExprKind::Prim(op, vec![len, mk(ExprKind::Int(k.abs()))]))
         }
     }
 }
@@ -258,7 +266,11 @@ pub(super) fn len_plus(x: Name, offset: i64) -> Expr {
 /// The children of `e`, to rewrite in place.
 pub(super) fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
     match &mut e.kind {
-        ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::PrimFn(_) => Vec::new(),
+        ExprKind::Const(_)
+        | ExprKind::Int(_)
+        | ExprKind::Literal(_)
+        | ExprKind::Var(_)
+        | ExprKind::PrimFn(_) => Vec::new(),
         ExprKind::Prim(_, xs)
         | ExprKind::Tuple(xs)
         | ExprKind::ArrayLit(xs)

@@ -24,7 +24,7 @@ pub fn is_first_order(e: &Expr) -> Result<(), (Span, String)> {
 fn mentions_function(t: &Type) -> bool {
     match t {
         Type::Fun(..) => true,
-        Type::Real | Type::Bool => false,
+        Type::Real | Type::Int | Type::Bool => false,
         Type::Tuple(ts) => ts.iter().any(mentions_function),
         Type::Array(t, _) => mentions_function(t),
     }

@@ -20,9 +20,23 @@ pub fn structural(e: &Expr) -> Expr {
     })
 }
 
-/// Parses `text`; the free variable `zero` is a structural zero.
+/// Parses `text`; the free variable `zero` is a structural zero, and
+/// literal whole numbers are reals (integers where they count).
 pub fn term(text: &str) -> Expr {
     let e = parse_expr(text).unwrap_or_else(|err| panic!("{err}\nin: {text}"));
+    structural(&gradlift_lang::types::literals_as_reals(&e))
+}
+
+/// Parses `text` and elaborates it in a typing context (its literal whole
+/// numbers integers where integers are needed); `zero` is a structural
+/// zero.
+pub fn term_in(text: &str, vars: &[(Name, Type)], sizes: &[&str]) -> Expr {
+    let e = parse_expr(text).unwrap_or_else(|err| panic!("{err}\nin: {text}"));
+    let sizes: Vec<Name> = sizes.iter().map(|s| Name::from(*s)).collect();
+    let mut vars = vars.to_vec();
+    vars.push((Name::from(ZERO), Type::Real));
+    let (e, _) = gradlift_lang::types::elaborate_expr(&vars, &sizes, &e)
+        .unwrap_or_else(|err| panic!("{err}\nin: {text}"));
     structural(&e)
 }
 
@@ -122,9 +136,7 @@ pub fn never_fires(inputs: &[&str], rule: Rule) {
 
 pub fn rewrites_with(input: &str, expected: &str, rule: Rule, opts: &Options) {
     let (out, stats) = simp_with(&term(input), opts);
-    let want = parse_expr(expected)
-        .expect("expected text parses")
-        .to_string();
+    let want = term(expected).to_string();
     assert_eq!(
         flat(&out.to_string()),
         flat(&want),

@@ -10,24 +10,23 @@ impl Translator<'_, '_> {
         match bi {
             Builtin::Len => {
                 let a = self.array(&args[0])?;
-                Ok(Values::Real(self.b.ins().fcvt_from_sint(types::F64, a.len)))
+                Ok(Values::Int(a.len))
             }
             Builtin::Iota => {
                 let n = self.count(&args[0])?;
                 let size = self.count_size(&args[0])?;
-                let counted = self.counts().array(&size, &Type::Real);
-                let (ptr, _) = self.alloc_array(n, &Shape::Real, counted)?;
+                let counted = self.counts().array(&size, &Type::Int);
+                let (ptr, _) = self.alloc_array(n, &Shape::Int, counted)?;
                 self.for_range(n, &mut |t, i| {
-                    let x = t.b.ins().fcvt_from_sint(types::F64, i);
                     let offset = t.b.ins().ishl_imm_s(i, 3);
                     let at = t.b.ins().iadd(ptr, offset);
-                    t.b.ins().store(mem(), x, at, 0);
+                    t.b.ins().store(mem(), i, at, 0);
                     Ok(())
                 })?;
                 Ok(Values::Array(ArrayVal {
                     ptr,
                     len: n,
-                    elem: Shape::Real,
+                    elem: Shape::Int,
                 }))
             }
             Builtin::Replicate => {

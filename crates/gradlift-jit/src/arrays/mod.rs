@@ -73,7 +73,7 @@ use crate::lower::{unsupported, Translator};
 use crate::values::{load, mem, unchecked_bytes, ArrayVal, Shape, Values};
 use crate::workspace::Bytes;
 use crate::JitError;
-use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, BlockArg, InstBuilder, MemFlagsData, Value};
 use gradlift_lang::syntax::{ArrayOp, Builtin, Expr, ExprKind, Param, Size, Type};
 
@@ -128,7 +128,7 @@ impl Translator<'_, '_> {
         status: Status,
     ) -> Result<(), JitError> {
         match (a, b) {
-            (Shape::Real, Shape::Real) => Ok(()),
+            (Shape::Real, Shape::Real) | (Shape::Int, Shape::Int) => Ok(()),
             (Shape::Tuple(xs), Shape::Tuple(ys)) if xs.len() == ys.len() => {
                 for (x, y) in xs.iter().zip(ys) {
                     self.check_same_shape(x, y, status)?;
@@ -150,7 +150,7 @@ impl Translator<'_, '_> {
     /// `v`'s arrays have the lengths of `shape`).
     pub fn store(&mut self, addr: Value, v: &Values, shape: &Shape) -> Result<(), JitError> {
         match (v, shape) {
-            (Values::Real(x), Shape::Real) => {
+            (Values::Real(x), Shape::Real) | (Values::Int(x), Shape::Int) => {
                 self.b.ins().store(mem(), *x, addr, 0);
             }
             (Values::Tuple(vs), Shape::Tuple(ss)) if vs.len() == ss.len() => {
@@ -309,26 +309,21 @@ impl Translator<'_, '_> {
         }))
     }
 
-    /// A real used as a count: a whole number in `0..=MAX_LEN`.
+    /// An integer used as a count, checked to be in `0..=MAX_LEN`.
     pub(super) fn count(&mut self, e: &Expr) -> Result<Value, JitError> {
         // A constant count is checked here, once.
-        if let ExprKind::Const(c) = e.kind {
-            if c >= 0.0 && c == c.floor() && c <= crate::abi::MAX_LEN as f64 {
-                return Ok(self.iconst(c as i64));
+        if let ExprKind::Int(c) = e.kind {
+            if (0..=crate::abi::MAX_LEN).contains(&c) {
+                return Ok(self.iconst(c));
             }
         }
-        let x = self.real(e)?;
-        let whole = self.b.ins().floor(x);
-        let is_whole = self.b.ins().fcmp(FloatCC::Equal, whole, x);
-        let zero = self.b.ins().f64const(0.0);
-        let limit = self.b.ins().f64const(crate::abi::MAX_LEN as f64);
-        let above = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, x, zero);
-        let below = self.b.ins().fcmp(FloatCC::LessThanOrEqual, x, limit);
-        let ok = self.b.ins().band(is_whole, above);
-        let ok = self.b.ins().band(ok, below);
+        let n = match self.lower(e)? {
+            Values::Int(n) => n,
+            _ => return Err(JitError::Internal("a count that is not an integer".into())),
+        };
         let info = self.iconst(-1);
-        self.check(ok, Status::BadSize, info);
-        Ok(self.b.ins().fcvt_to_sint(types::I64, x))
+        self.check_size(n, info);
+        Ok(n)
     }
 
     /// The lambda of an array operation.
@@ -426,7 +421,8 @@ pub(super) fn scalars_only(t: &Type) -> bool {
 /// constants, variables, primitives, `let`, tuples, projections and `if`.
 pub(crate) fn cannot_fail(e: &Expr) -> bool {
     match &e.kind {
-        ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::PrimFn(_) => true,
+        ExprKind::Const(_) | ExprKind::Int(_) | ExprKind::Var(_) | ExprKind::PrimFn(_) => true,
+        ExprKind::Prim(p, _) if p.can_fail() => false,
         ExprKind::Prim(_, args) | ExprKind::Tuple(args) => args.iter().all(cannot_fail),
         ExprKind::Let { value, body, .. } => cannot_fail(value) && cannot_fail(body),
         ExprKind::Proj(x, _) => cannot_fail(x),

@@ -162,19 +162,18 @@ impl Translator<'_, '_> {
         else {
             return Ok(None);
         };
-        let ExprKind::Prim(gradlift_lang::Prim::Eq, xs) = &test.kind else {
+        let ExprKind::Prim(gradlift_lang::Prim::IEq, xs) = &test.kind else {
             return Ok(None);
         };
         let c = match (&xs[0].kind, &xs[1].kind) {
-            (ExprKind::Var(x), ExprKind::Const(c)) | (ExprKind::Const(c), ExprKind::Var(x))
+            (ExprKind::Var(x), ExprKind::Int(c)) | (ExprKind::Int(c), ExprKind::Var(x))
                 if x == p =>
             {
                 *c
             }
             _ => return Ok(None),
         };
-        // Indices below 2^53 are exact reals.
-        if !(c >= 0.0 && c == c.floor() && c < (1u64 << 53) as f64) {
+        if c < 0 {
             return Ok(None);
         }
         let sides = [hit.as_ref(), miss.as_ref()];
@@ -191,7 +190,7 @@ impl Translator<'_, '_> {
         };
         let len = self.count(&size)?;
         Ok(Some(Source::OneHot {
-            at: c as i64,
+            at: c,
             hit,
             miss,
             len,
@@ -301,7 +300,7 @@ impl Translator<'_, '_> {
                     |t| t.apply(params, body, xs, tys),
                 )
             }
-            Source::Iota(_) => Ok(Values::Real(self.b.ins().fcvt_from_sint(types::F64, i))),
+            Source::Iota(_) => Ok(Values::Int(i)),
             Source::Shifted { inner, offset, .. } => {
                 let i = match offset {
                     Some(k) => self.b.ins().iadd(i, *k),

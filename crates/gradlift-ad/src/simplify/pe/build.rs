@@ -13,6 +13,7 @@ use crate::simplify::rewrite::{self, ArrayRewrite, IndexRewrite, Scalar, ShiftRe
 use crate::simplify::rules::Rule;
 use crate::simplify::term::*;
 use crate::simplify::zeros;
+use gradlift_lang::prim::PrimKind;
 use gradlift_lang::syntax::*;
 use gradlift_lang::{Prim, Span};
 use std::rc::Rc;
@@ -26,6 +27,10 @@ impl Pe<'_> {
                 gradlift_lang::span::arity_message(&format!("`{p}`"), p.info().arity, vals.len()),
             );
         }
+        if let Some(v) = self.integer(p, &vals) {
+            self.stats.fire(Rule::ConstFold);
+            return Ok(v);
+        }
         if let Some((rule, out)) = rewrite::scalar(p, &vals, self.opts) {
             self.stats.fire(rule);
             return Ok(match out {
@@ -38,6 +43,26 @@ impl Pe<'_> {
             ExprKind::Prim(p, self.residual_all(vals, span)?),
             span,
         ))
+    }
+
+    /// An integer operation of constants folded, with the semantics of the
+    /// primitive table (a division by zero is left for run time, where it
+    /// is an error); `real` of a constant (`k as f64` rounds to nearest,
+    /// as the interpreter and the native code do).
+    fn integer(&self, p: Prim, vals: &[Val]) -> Option<Val> {
+        let ks: Option<Vec<i64>> = vals
+            .iter()
+            .map(|v| match v {
+                Val::Int(k) => Some(*k),
+                _ => None,
+            })
+            .collect();
+        let ks = ks?;
+        match p.info().kind() {
+            PrimKind::Int => p.eval_int(&ks).map(Val::Int),
+            PrimKind::ToReal => Some(Val::Const(ks[0] as f64, false)),
+            _ => None,
+        }
     }
 
     pub(super) fn project(&mut self, v: Val, k: usize, span: Span) -> Res<Val> {
@@ -329,7 +354,7 @@ impl Pe<'_> {
                         structural,
                         len,
                     } => {
-                        let n = mk(ExprKind::Const(len as f64));
+                        let n = mk(ExprKind::Int(len));
                         let args = vec![n, constant(value, structural)];
                         code(ExprKind::Builtin(Builtin::Replicate, args), span)
                     }

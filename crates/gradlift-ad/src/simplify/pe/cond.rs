@@ -36,11 +36,22 @@ impl Pe<'_> {
                     let args = self.residual_all(vals, e.span)?;
                     Ok(Cond::Code(Expr::new(ExprKind::Prim(*p, args), e.span)))
                 }
+                PrimKind::IntCompare => {
+                    let vals = self.eval_all(args)?;
+                    if let [Val::Int(a), Val::Int(b)] = vals.as_slice() {
+                        self.stats.fire(Rule::CondFold);
+                        return Ok(Cond::Known(p.eval_int_compare(*a, *b)));
+                    }
+                    let args = self.residual_all(vals, e.span)?;
+                    Ok(Cond::Code(Expr::new(ExprKind::Prim(*p, args), e.span)))
+                }
                 PrimKind::Logic => {
                     let cs = args.iter().map(|a| self.cond(a)).collect::<Res<Vec<_>>>()?;
                     Ok(self.logic(*p, cs, e.span))
                 }
-                PrimKind::Real => ill_typed(e.span, "expected a condition, found a real"),
+                PrimKind::Real | PrimKind::Int | PrimKind::ToReal | PrimKind::ToInt => {
+                    ill_typed(e.span, "expected a condition, found a number")
+                }
             }
         })
     }

@@ -64,6 +64,8 @@ use std::sync::Arc;
 pub(super) enum Val {
     /// A constant, and whether it is a structural zero.
     Const(f64, bool),
+    /// An integer constant.
+    Int(i64),
     /// A residual variable (an output name).
     Var(Name),
     /// Residual code of ground type, not a variable or constant, used once.
@@ -115,6 +117,7 @@ fn code(kind: ExprKind, span: Span) -> Val {
 fn val_of(e: Expr) -> Val {
     guard(|| match &e.kind {
         ExprKind::Const(c) => Val::Const(*c, e.is_structural_zero()),
+        ExprKind::Int(k) => Val::Int(*k),
         ExprKind::Var(n) => Val::Var(n.clone()),
         ExprKind::Tuple(_) => {
             let ExprKind::Tuple(es) = into_kind(e) else {
@@ -230,7 +233,7 @@ impl Pe<'_> {
                     }
                     let v = self.eval(value)?;
                     match (&v, pat) {
-                        (Val::Const(..) | Val::Var(_), Pattern::Var(..)) => {
+                        (Val::Const(..) | Val::Int(_) | Val::Var(_), Pattern::Var(..)) => {
                             self.stats.fire(Rule::ForwardSubst)
                         }
                         (Val::Tuple(_), _) => self.stats.fire(Rule::TupleSplit),
@@ -284,6 +287,8 @@ impl Pe<'_> {
         let span = e.span;
         match &e.kind {
             ExprKind::Const(c) => Ok(Val::Const(*c, e.is_structural_zero())),
+            ExprKind::Int(k) => Ok(Val::Int(*k)),
+            ExprKind::Literal(_) => ill_typed(span, "a literal whose type is not decided"),
             ExprKind::Var(n) => Ok(self
                 .env
                 .get(n)
@@ -291,7 +296,10 @@ impl Pe<'_> {
                 .unwrap_or_else(|| Val::Var(n.clone()))),
             ExprKind::PrimFn(p) => Ok(Val::Fun(Rc::new(Fun::Prim(*p)))),
             ExprKind::Prim(p, args) => {
-                if p.info().kind() != PrimKind::Real {
+                if matches!(
+                    p.info().kind(),
+                    PrimKind::Compare | PrimKind::IntCompare | PrimKind::Logic
+                ) {
                     return ill_typed(span, format!("the condition `{p}` is used as a value"));
                 }
                 let vals = self.eval_all(args)?;
@@ -424,6 +432,7 @@ impl Pe<'_> {
     fn residual(&self, v: Val, span: Span) -> Res<Expr> {
         guard(|| match v {
             Val::Const(c, s) => Ok(constant(c, s)),
+            Val::Int(k) => Ok(Expr::new(ExprKind::Int(k), span)),
             Val::Var(n) => Ok(var(&n)),
             Val::Code(e) => Ok(*e),
             Val::Tuple(vs) => {
