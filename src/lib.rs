@@ -180,11 +180,12 @@ impl<'p> Function<'p> {
             gradlift_ad::pipeline::hvp_program(&self.program.checked, self.index, options)
                 .map_err(|e| self.locate(e))?;
         let (primal, tangent) = self.run_extended(&program, args, dirs, jit)?;
+        // The gradient is with respect to the parameters that hold reals.
         let wrt = self
             .signature()
             .params
             .iter()
-            .filter(|(_, t)| t.is_some())
+            .filter(|(_, t)| t.as_ref().is_some_and(gradlift_ad::direct::has_reals))
             .count();
         let (value, gradient) = split_gradient(primal, wrt);
         let (_, hvp) = split_gradient(tangent, wrt);

@@ -174,3 +174,24 @@ fn integer_programs_print_and_read_back() {
         again.module
     );
 }
+
+#[test]
+fn hessian_vector_products_skip_the_integers() {
+    // One cotangent per parameter that holds reals: the integer `k` has none.
+    let text = "def f(x: [R; n], k: Z) -> R = reduce (+) 0 (map (a. a * a * real(k)) x)";
+    let program = Program::parse("t.grad", text).unwrap();
+    let f = program.function("f").unwrap();
+    let args = [Value::reals(&[1.5, 2.0]), Value::Int(3)];
+    let dirs = [Value::reals(&[1.0, 0.0]), Value::Int(0)];
+    for jit in [None, Some(Jit::new().unwrap())] {
+        let h = f.hvp(&args, &dirs, jit.as_ref()).unwrap();
+        assert_eq!(h.value, 3.0 * (2.25 + 4.0));
+        assert_eq!(h.gradient.len(), 1);
+        assert!(
+            h.gradient[0].same(&Value::reals(&[9.0, 12.0])),
+            "{}",
+            h.gradient[0]
+        );
+        assert!(h.hvp[0].same(&Value::reals(&[6.0, 0.0])), "{}", h.hvp[0]);
+    }
+}

@@ -102,7 +102,7 @@ enum Command {
     /// Measure compile time, primal time and value-and-gradient time.
     ///
     /// Fills the parameters deterministically at the given sizes (reals in
-    /// [0.5, 1.5)), compiles the function and its optimized gradient to
+    /// [0.5, 1.5), integers 1), compiles the function and its optimized gradient to
     /// native code, runs each repeatedly for about --seconds, and reports
     /// medians: compile time from text to native gradient, the primal's
     /// and the gradient's time per call, their ratio, and the cost model's
@@ -1001,7 +1001,8 @@ fn check_size_names<V>(
     Ok(())
 }
 
-/// Deterministic inputs: reals in [0.5, 1.5) from a fixed sequence.
+/// Deterministic inputs: reals in [0.5, 1.5) from a fixed sequence, and
+/// integers 1 (a divisor that is not 0, a count of one).
 fn bench_value(
     ty: &gradlift::Type,
     sizes: &std::collections::HashMap<Name, i64>,
@@ -1015,6 +1016,7 @@ fn bench_value(
                 .wrapping_add(1442695040888963407);
             Value::Real(0.5 + (*state >> 11) as f64 / (1u64 << 53) as f64)
         }
+        Type::Int => Value::Int(1),
         Type::Tuple(ts) => Value::tuple(ts.iter().map(|t| bench_value(t, sizes, state)).collect()),
         Type::Array(t, n) => {
             let len = n.constant
@@ -1118,15 +1120,16 @@ fn bench(a: BenchArgs) -> Result<(), String> {
         .zip(&args)
         .filter(|((_, t), _)| t.is_some())
         .map(|(_, v)| {
+            // The native layout: integers' slots too.
             let mut xs = Vec::new();
-            v.flatten(&mut xs);
+            v.slots(&mut xs);
             xs
         })
         .collect();
     let inputs: Vec<&[f64]> = flat.iter().map(Vec::as_slice).collect();
     let out_len = |v: gradlift::Value| {
         let mut xs = Vec::new();
-        v.flatten(&mut xs);
+        v.slots(&mut xs);
         xs.len()
     };
     let mut primal_out = vec![0.0; out_len(primal.call(&args).map_err(explain)?)];
@@ -1250,7 +1253,7 @@ fn hvp(a: DirArgs) -> Result<(), String> {
         .signature()
         .params
         .iter()
-        .filter(|(_, t)| t.is_some())
+        .filter(|(_, t)| t.as_ref().is_some_and(gradlift::ad::direct::has_reals))
         .map(|(n, _)| n.to_string())
         .collect();
     let object = |vs: &[gradlift::Value]| {

@@ -73,6 +73,11 @@ fn constructs() -> Vec<Program> {
             "",
         ),
         written(
+            "def f(x: R, k: Z, v: [Z; n], p: (R, Z)) -> R = x * real(k // 2 + v[0] % 3) * p.0 + real(p.1 * len(v))",
+            &[("x", "1.5"), ("k", "3"), ("v", "[1, 2]"), ("p", "(0.5, 4)")],
+            "n=2",
+        ),
+        written(
             "def f(A: [R; n]) -> R = A[0] + A[-1] + len(A) + [1, 2][1]",
             &a,
             "n=3",
