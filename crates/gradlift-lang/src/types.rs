@@ -316,8 +316,8 @@ impl Typer {
     }
 }
 
-/// A term written by hand without a typing context (a test's term, a
-/// UNF text's): every literal whole number a real, except in integer
+/// A term written by hand without a typing context (a test's term): every
+/// literal whole number a real, except in integer
 /// arithmetic that can be told from the text alone — a count (of `iota`,
 /// `replicate`, `take`, `drop`), the argument of `real`, an operation on a
 /// `len` — where it is an integer, with the integer operations.
@@ -981,12 +981,9 @@ impl Checker<'_> {
 
     fn prim(&mut self, e: &Expr, p: Prim, args: &[Expr]) -> TResult<Type> {
         let info = p.info();
-        let what = |a: &Expr| -> String {
-            let _ = a;
-            match info.fixity {
-                crate::prim::Fixity::Call => format!("the argument of `{p}`"),
-                _ => format!("an operand of `{p}`"),
-            }
+        let what = match info.fixity {
+            crate::prim::Fixity::Call => format!("the argument of `{p}`"),
+            _ => format!("an operand of `{p}`"),
         };
         if info.kind() == PrimKind::Logic {
             for a in args {
@@ -1006,11 +1003,11 @@ impl Checker<'_> {
         for a in args {
             let t = self.infer(a)?;
             if t == Type::Bool {
-                return invalid(format!("{} is a condition, not a number", what(a)), a.span);
+                return invalid(format!("{what} is a condition, not a number"), a.span);
             }
             if t != Type::Real && t != Type::Int {
                 let want = info.kind().arg_type().unwrap_or(Type::Real);
-                return mismatch(what(a), &want, &t, a.span);
+                return mismatch(what.clone(), &want, &t, a.span);
             }
             tys.push(t);
         }
@@ -1053,7 +1050,7 @@ impl Checker<'_> {
                         "`int` converts a real, and `{}` is already an integer",
                         a
                     ),
-                    _ => return mismatch(what(a), &want, t, a.span),
+                    _ => return mismatch(what.clone(), &want, t, a.span),
                 };
                 return invalid(message, a.span);
             }
