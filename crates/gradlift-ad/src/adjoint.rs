@@ -122,6 +122,13 @@ pub enum Adj {
     Val(Expr),
     /// A tuple whose components are kept apart (some may be zero).
     Tuple(Vec<Adj>),
+    /// The cotangent of an array that is zero but at a few positions: the
+    /// sum of `zᵢ` at position `pᵢ` (integer atoms, each in range), as
+    /// indexing leaves it. Kept symbolic so that the reverse of a `map`
+    /// whose body reads an array at computed positions scatters the
+    /// positions of all its elements once ([`Deriver::map_backward`])
+    /// rather than summing one array per element.
+    Sparse(Vec<(Expr, Expr)>),
 }
 
 impl Adj {
@@ -131,6 +138,7 @@ impl Adj {
             Adj::Zero => true,
             Adj::Val(_) => false,
             Adj::Tuple(parts) => parts.iter().all(Adj::is_zero),
+            Adj::Sparse(at) => at.is_empty(),
         }
     }
 
@@ -139,6 +147,7 @@ impl Adj {
         match (self, ty) {
             (Adj::Zero, _) => zeros(ty),
             (Adj::Val(e), _) => e,
+            (Adj::Sparse(at), _) => scatter(zeros(ty), at),
             (Adj::Tuple(parts), Type::Tuple(ts)) => Expr::synth(ExprKind::Tuple(
                 parts
                     .into_iter()
@@ -156,6 +165,7 @@ impl Adj {
         match (self, ty) {
             (Adj::Zero, _) => zeros_like(ty, value, names),
             (Adj::Val(e), _) => e,
+            (Adj::Sparse(at), _) => scatter(zeros_like(ty, value, names), at),
             (Adj::Tuple(parts), Type::Tuple(ts)) => Expr::synth(ExprKind::Tuple(
                 parts
                     .into_iter()
@@ -174,6 +184,7 @@ impl Adj {
             Adj::Zero => Adj::Zero,
             Adj::Val(e) => Adj::Val(proj(e.clone(), k)),
             Adj::Tuple(parts) => parts[k].clone(),
+            Adj::Sparse(_) => unreachable!("an array cotangent has no components"),
         }
     }
 
@@ -199,7 +210,25 @@ pub fn scale_adj(ty: &Type, c: Expr, z: &Adj, names: &mut NameSupply) -> Adj {
                 .collect(),
         ),
         (Adj::Tuple(_), _) => unreachable!("a tuple cotangent has a tuple type, not {ty}"),
+        (Adj::Sparse(at), Type::Array(elem, _)) => Adj::Sparse(
+            at.iter()
+                .map(|(p, z)| (p.clone(), scale(elem, c.clone(), z.clone(), names)))
+                .collect(),
+        ),
+        (Adj::Sparse(_), _) => unreachable!("a sparse cotangent has an array type, not {ty}"),
     }
+}
+
+/// `base` (an array) plus the sparse cotangent `at`: one
+/// `reduce_by_index`, O(len(base) + positions).
+pub fn scatter(base: Expr, at: Vec<(Expr, Expr)>) -> Expr {
+    let (ps, zs): (Vec<Expr>, Vec<Expr>) = at.into_iter().unzip();
+    reduce_by_index(
+        gradlift_lang::Prim::Add,
+        base,
+        Expr::synth(ExprKind::ArrayLit(ps)),
+        Expr::synth(ExprKind::ArrayLit(zs)),
+    )
 }
 
 /// Whether `e` is an atom: a variable or a constant (safe to duplicate).

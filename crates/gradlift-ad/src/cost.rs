@@ -34,6 +34,10 @@
 //!   `replicate(n, e)` (+ Cost(e)), an array literal of k elements,
 //!   `concat(A, B)` (n + m); `take`, `drop` and indexing are views or
 //!   single moves, (1,0,0,0) + the cost of the array; `len(A)` likewise.
+//!   A computed index `A[i]` adds the cost of `i`; `gather(A, I)` moves one
+//!   value per index; `reduce_by_index(D, op, I, V)` moves the `k` bins of
+//!   `D` and, per value, prices `op` once per scalar plus two moves, as a
+//!   `reduce` does: O(k + m), the bound the linear rules need.
 //! - A size variable used as a real costs as a variable.
 //!
 //! Beside the four counts of the paper, a cost carries the **bytes read
@@ -305,9 +309,15 @@ impl Coster {
             Ok(total)
         };
         Ok(match &e.kind {
-            ExprKind::Index(..) => {
+            ExprKind::Index(..) | ExprKind::Builtin(Builtin::Get, _) => {
                 let elem = self.typer.infer(e).map_err(ill)?;
                 Cost::traffic(element_bytes(&elem), Poly::default())
+            }
+            // The indices, and the elements named: not the whole array.
+            ExprKind::Builtin(Builtin::Gather, args) => {
+                let out = array_bytes(&self.typer.infer(e).map_err(ill)?);
+                let idx = array_bytes(&self.typer.infer(&args[1]).map_err(ill)?);
+                Cost::traffic(idx.plus(&out), out)
             }
             ExprKind::ArrayLit(_) => Cost::traffic(
                 Poly::default(),
@@ -403,6 +413,25 @@ impl Coster {
                 }
                 Builtin::Len => one_move.plus(&self.cost(&args[0])?),
                 Builtin::Take | Builtin::Drop => one_move.plus(&self.cost(&args[1])?),
+                Builtin::Get => one_move.plus(&self.all(args)?),
+                Builtin::Gather => self.builtin_moves(e)?.plus(&self.all(args)?),
+                // The bins copied from `dest`, then per value one `op` on
+                // each of its scalars and a move of its index.
+                Builtin::ReduceByIndex(p) => {
+                    let m = self.length(&args[1])?;
+                    let scalars = match self.typer.infer(&args[2]) {
+                        Ok(Type::Array(elem, _)) => {
+                            element_bytes(&elem).times(&Poly::constant(1.0 / 8.0))
+                        }
+                        _ => Poly::constant(1.0),
+                    };
+                    let per = prim_cost(*p)
+                        .scaled(&scalars)
+                        .plus(&Cost::of(2.0, 0.0, 0.0, 0.0));
+                    self.builtin_moves(e)?
+                        .plus(&per.scaled(&m))
+                        .plus(&self.all(args)?)
+                }
             },
             ExprKind::ArrayOp(ArrayOp::Revfold(schedule), f, args) => {
                 self.revfold(*schedule, f, args)?

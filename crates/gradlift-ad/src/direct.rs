@@ -224,6 +224,19 @@ pub(crate) enum StepKind {
     },
 }
 
+/// A body's gradient from [`Deriver::gradient_with`].
+pub(crate) struct Gradient {
+    /// The tuple of cotangents, then the sparse records.
+    pub term: Expr,
+    /// For each variable of the context, whether its cotangent is in the
+    /// tuple (`false`: it is sparse, in the records).
+    pub kept: Vec<bool>,
+    /// For each record, the array it adds to and that array's element type.
+    pub records: Vec<(Name, Type)>,
+    /// For each record, its position (an atom of the body).
+    pub positions: Vec<Expr>,
+}
+
 /// The forward pass of one term.
 #[derive(Default)]
 pub(crate) struct Tape {
@@ -425,12 +438,22 @@ impl Deriver {
                     .collect(),
             ),
             (Adj::Tuple(_), _) => unreachable!("a tuple cotangent has a tuple type"),
+            // Positions and values are atoms already.
+            (sparse @ Adj::Sparse(_), _) => sparse,
         }
     }
 
     fn combine(&mut self, sw: &mut Sweep, hint: &str, ty: &Type, a: Adj, b: Adj) -> Adj {
         match (a, b) {
             (Adj::Zero, x) | (x, Adj::Zero) => x,
+            (Adj::Sparse(mut x), Adj::Sparse(y)) => {
+                x.extend(y);
+                Adj::Sparse(x)
+            }
+            (Adj::Sparse(at), Adj::Val(dense)) | (Adj::Val(dense), Adj::Sparse(at)) => {
+                let s = crate::adjoint::scatter(dense, at);
+                Adj::Val(self.bind(&mut sw.rev, hint, s))
+            }
             (Adj::Val(x), Adj::Val(y)) => {
                 let s = crate::adjoint::plus(ty, x, y, &mut self.names);
                 Adj::Val(self.bind(&mut sw.rev, hint, s))
@@ -497,6 +520,20 @@ impl Deriver {
     /// scope) whose value is the tuple of the cotangents of `ctx` (a single
     /// cotangent when `ctx` has one entry).
     pub fn gradient(&mut self, ctx: &[(Name, Type)], body: &Expr, seed: Adj) -> AdResult<Expr> {
+        self.gradient_with(ctx, body, seed, &[]).map(|g| g.term)
+    }
+
+    /// [`Deriver::gradient`], except that the arrays of `sparse` whose
+    /// cotangents stay sparse ([`Adj::Sparse`]: the body only reads them
+    /// at computed positions) are left out of the tuple, their positions
+    /// and values following it: `(ctx cotangents kept…, p₁, z₁, …)`.
+    pub(crate) fn gradient_with(
+        &mut self,
+        ctx: &[(Name, Type)],
+        body: &Expr,
+        seed: Adj,
+        sparse: &[Name],
+    ) -> AdResult<Gradient> {
         let mark = self.typer.mark();
         for (n, t) in ctx {
             self.typer.push(n.clone(), t.clone());
@@ -507,14 +544,54 @@ impl Deriver {
             Route::Unf => self.unf_forward(&mut tape, ctx, body),
         };
         let result = forward.and_then(|(value, _)| {
+            // Copies (`var` of UNF): a position is reported as what it
+            // copies, so that one read through a copy of a free variable
+            // is seen to be free.
+            let copies: HashMap<Name, Expr> = tape
+                .fwd
+                .iter()
+                .filter_map(|(pat, value)| match (pat, &value.kind) {
+                    (Pattern::Var(out, _), ExprKind::Var(_)) => Some((out.clone(), value.clone())),
+                    _ => None,
+                })
+                .collect();
+            let resolve = |mut e: Expr| {
+                while let Some(x) = match &e.kind {
+                    ExprKind::Var(n) => copies.get(n),
+                    _ => None,
+                } {
+                    e = x.clone();
+                }
+                e
+            };
             let mut sw = Sweep::default();
             self.seed(&mut sw, &value, seed);
             self.sweep(&mut sw, tape.steps)?;
-            let grads = ctx
-                .iter()
-                .map(|(n, t)| sw.take(n).into_expr_like(t, &var(n), &mut self.names))
-                .collect();
-            Ok(lets(tape.fwd, lets(sw.rev, tuple(grads))))
+            let (mut grads, mut positions) = (Vec::new(), Vec::new());
+            let (mut kept, mut records, mut at) = (Vec::new(), Vec::new(), Vec::new());
+            for (n, t) in ctx {
+                match (sw.take(n), t) {
+                    (Adj::Sparse(sparse_at), Type::Array(elem, _)) if sparse.contains(n) => {
+                        kept.push(false);
+                        for (p, z) in sparse_at {
+                            records.push((n.clone(), (**elem).clone()));
+                            at.push(resolve(p.clone()));
+                            positions.extend([p, z]);
+                        }
+                    }
+                    (a, _) => {
+                        kept.push(true);
+                        grads.push(a.into_expr_like(t, &var(n), &mut self.names));
+                    }
+                }
+            }
+            grads.extend(positions);
+            Ok(Gradient {
+                term: lets(tape.fwd, lets(sw.rev, tuple(grads))),
+                kept,
+                records,
+                positions: at,
+            })
         });
         self.typer.pop_to(mark);
         result
@@ -896,6 +973,17 @@ impl Deriver {
                 }
             }
             StepKind::Index(of, k) => self.index_backward(sw, of, k, &step.ty, z),
+            StepKind::Builtin(Builtin::Get, args) => self.get_backward(sw, args, &step.ty, z),
+            StepKind::Builtin(b @ (Builtin::Gather | Builtin::ReduceByIndex(_)), args) => {
+                let z = self.atomize(sw, "z", &step.ty, z).into_expr(&step.ty);
+                match b {
+                    Builtin::Gather => self.gather_backward(sw, args, z),
+                    Builtin::ReduceByIndex(op) => {
+                        self.reduce_by_index_backward(sw, op, args, &var(&step.out), z)
+                    }
+                    _ => unreachable!("matched above"),
+                }
+            }
             StepKind::Builtin(b, args) => self.builtin_backward(sw, b, args, &step.ty, z),
             StepKind::If(c, t, f) => self.if_backward(sw, c, t, f, &step.ty, z)?,
             StepKind::ArrayOp {

@@ -183,6 +183,102 @@ impl Forward {
         guard(|| self.expr_inner(e))
     }
 
+    /// `D(reduce_by_index(d, op, idx, v))` for `op` = `*`, `min`, `max`
+    /// (`+` keeps its shape): the bins of the values, and the tangent of
+    /// each bin from the rules the reverse mode uses
+    /// (`rules/histogram.rs`): an extremum's is its first winner's, a
+    /// product's `Σ ∂(bin)/∂x · ẋ` over its contributors.
+    fn reduce_by_index(&mut self, op: gradlift_lang::Prim, args: Vec<Expr>) -> Expr {
+        use crate::rules::histogram::*;
+        use gradlift_lang::Prim;
+        let mut binds = Vec::new();
+        let mut bind = |f: &mut Self, hint: &str, e: Expr| {
+            let n = f.names.fresh(hint);
+            binds.push((pvar(&n), e));
+            var(&n)
+        };
+        let mut args = args.into_iter();
+        let (dd, idx, vv) = (
+            args.next().expect("bins"),
+            args.next().expect("indices"),
+            args.next().expect("values"),
+        );
+        let (dd, idx, vv) = (
+            bind(self, "d", dd),
+            bind(self, "idx", idx),
+            bind(self, "v", vv),
+        );
+        let values = |f: &mut Self, a: &Expr| {
+            let x = f.names.fresh("x");
+            map1(&x, proj(var(&x), 0), a.clone())
+        };
+        let (d, v) = (values(self, &dd), values(self, &vv));
+        let (d, v) = (bind(self, "d0", d), bind(self, "v0", v));
+        let r = reduce_by_index(op, d.clone(), idx.clone(), v.clone());
+        let r = bind(self, "r", r);
+        let j = self.names.fresh("j");
+        let at = |a: &Expr, j: &Expr| get(a.clone(), j.clone());
+        let tangent = match op {
+            Prim::Max | Prim::Min => {
+                let w = first_winners(&d, &idx, &v, &r, &mut self.names);
+                let w = bind(self, "w", w);
+                let wj = at(&w, &var(&j));
+                let winner = prim(Prim::ToInt, vec![wj.clone()]);
+                cond(
+                    prim(Prim::Eq, vec![at(&d, &var(&j)), at(&r, &var(&j))]),
+                    proj(at(&dd, &var(&j)), 1),
+                    cond(
+                        prim(Prim::Lt, vec![wj, real(f64::INFINITY)]),
+                        proj(at(&vv, &winner), 1),
+                        real(0.0),
+                    ),
+                )
+            }
+            _ => {
+                let c = zero_counts(&d, &idx, &v, &mut self.names);
+                let c = bind(self, "c", c);
+                let p = nonzero_products(&d, &idx, &v, &mut self.names);
+                let p = bind(self, "p", p);
+                let z = zero_values(&d, &idx, &v, &mut self.names);
+                let z = bind(self, "z", z);
+                let i = self.names.fresh("i");
+                let bin = at(&idx, &var(&i));
+                let share =
+                    product_share(at(&v, &var(&i)), at(&c, &bin), at(&p, &bin), at(&z, &bin));
+                let from_values = map1(
+                    &i,
+                    mul(share, proj(at(&vv, &var(&i)), 1)),
+                    builtin(
+                        Builtin::Iota,
+                        vec![builtin(Builtin::Len, vec![idx.clone()])],
+                    ),
+                );
+                let zeros = builtin(
+                    Builtin::Replicate,
+                    vec![builtin(Builtin::Len, vec![dd.clone()]), real(0.0)],
+                );
+                let from_values = reduce_by_index(Prim::Add, zeros, idx.clone(), from_values);
+                let from_values = bind(self, "dv", from_values);
+                let own = product_share(
+                    at(&d, &var(&j)),
+                    at(&c, &var(&j)),
+                    at(&p, &var(&j)),
+                    at(&z, &var(&j)),
+                );
+                add(
+                    mul(own, proj(at(&dd, &var(&j)), 1)),
+                    at(&from_values, &var(&j)),
+                )
+            }
+        };
+        let out = map1(
+            &j,
+            tuple(vec![at(&r, &var(&j)), tangent]),
+            builtin(Builtin::Iota, vec![builtin(Builtin::Len, vec![dd.clone()])]),
+        );
+        crate::direct::lets(binds, out)
+    }
+
     fn expr_inner(&mut self, e: &Expr) -> Result<Expr, AdError> {
         let unsupported = |what: &str| {
             Err(AdError::Unsupported {
@@ -290,6 +386,12 @@ impl Forward {
                 // form of a size so that it stays one once simplified.
                 Builtin::Replicate | Builtin::Take | Builtin::Drop => {
                     builtin(*b, vec![self.size(&args[0])?, self.expr(&args[1])?])
+                }
+                // On lifted values `+` adds values and tangents alike; the
+                // other operators need a rule of their own.
+                Builtin::ReduceByIndex(p) if *p != gradlift_lang::Prim::Add => {
+                    let args = self.all(args)?;
+                    self.reduce_by_index(*p, args)
                 }
                 _ => builtin(*b, self.all(args)?),
             },

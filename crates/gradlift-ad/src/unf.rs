@@ -342,6 +342,9 @@ impl fmt::Display for OpKind {
             OpKind::Component(k) => write!(f, "π{k}"),
             OpKind::ArrayLit => f.write_str("array"),
             OpKind::Index(k) => write!(f, "index[{k}]"),
+            OpKind::Builtin(Builtin::ReduceByIndex(p), _) => {
+                write!(f, "reduce_by_index[{}]", p.info().name)
+            }
             OpKind::Builtin(b, sizes) => {
                 write!(f, "{}", b.name())?;
                 for s in sizes {
@@ -550,6 +553,16 @@ fn parse_kind(kind: &str) -> Result<OpKind, String> {
             .map(OpKind::Index)
             .map_err(|_| format!("`{kind}`"));
     }
+    if let Some(op) = kind
+        .strip_prefix("reduce_by_index[")
+        .and_then(|k| k.strip_suffix(']'))
+    {
+        return [Prim::Add, Prim::Mul, Prim::Min, Prim::Max]
+            .into_iter()
+            .find(|p| p.info().name == op)
+            .map(|p| OpKind::Builtin(Builtin::ReduceByIndex(p), vec![]))
+            .ok_or_else(|| format!("`{kind}`: not an operator of `reduce_by_index`"));
+    }
     if let Some(n) = kind.strip_prefix("size ") {
         return Ok(OpKind::Size(Name::from(n.trim())));
     }
@@ -599,6 +612,8 @@ fn parse_kind(kind: &str) -> Result<OpKind, String> {
         Builtin::Drop,
         Builtin::Shift1L,
         Builtin::Shift1R,
+        Builtin::Get,
+        Builtin::Gather,
     ];
     if let Some(b) = builtins.into_iter().find(|b| b.name() == word) {
         let sizes = if rest.trim().is_empty() {

@@ -310,6 +310,12 @@ struct BenchArgs {
     /// hold at most 2^28 reals (2 GiB). Checked before anything is compiled.
     #[arg(long, value_name = "SIZES", default_value = "")]
     sizes: String,
+    /// Benchmark at these arguments instead of generated ones (then
+    /// --sizes is not needed): as for `grad --at`, or @file.json. Generated
+    /// arguments fill integers with 1, a valid index of any array of two
+    /// elements or more; give indices here to measure real access patterns.
+    #[arg(long, value_name = "ARGS")]
+    at: Option<String>,
     /// About how long to run each of the primal and the gradient.
     #[arg(long, default_value_t = 1.0)]
     seconds: f64,
@@ -1065,7 +1071,13 @@ fn bench(a: BenchArgs) -> Result<(), String> {
     let program = load(&a.target.file)?;
     let function = function(&program, &a.target)?;
     let sig = function.signature();
-    check_bench_sizes(function.name(), sig, &sizes)?;
+    let given = match &a.at {
+        Some(at) => Some(function.args(&read_args("--at", at)?).map_err(explain)?),
+        None => {
+            check_bench_sizes(function.name(), sig, &sizes)?;
+            None
+        }
+    };
     let jit = jit(&a.limits)?;
     let schedule = a.checkpoint.checkpoint.0;
     let wrt: Option<Vec<Name>> = a
@@ -1095,12 +1107,18 @@ fn bench(a: BenchArgs) -> Result<(), String> {
     let mut state = 42u64;
     let mut args = Vec::new();
     for (p, t) in &sig.params {
+        if given.is_some() {
+            break;
+        }
         args.push(match t {
             Some(t) => bench_value(t, &sizes, &mut state),
             None => gradlift::Value::Real(*sizes.get(p).ok_or_else(|| {
                 format!("error: the size parameter `{p}` has no value: give it with --sizes {p}=…")
             })? as f64),
         });
+    }
+    if let Some(given) = given {
+        args = given;
     }
     let primal = function.compile(&jit).map_err(explain)?;
     let g = function
@@ -1114,6 +1132,11 @@ fn bench(a: BenchArgs) -> Result<(), String> {
     let bound = gradlift::lang::value::bind_sizes(function.name(), sig, &args)
         .map_err(|e| format!("error: {e}"))?;
     let size_values: Vec<i64> = sig.size_vars.iter().map(|v| bound[v]).collect();
+    // The cost model is evaluated at the sizes of the arguments.
+    let sizes_f: std::collections::HashMap<Name, f64> = match &a.at {
+        Some(_) => bound.iter().map(|(k, v)| (k.clone(), *v as f64)).collect(),
+        None => sizes_f,
+    };
     let flat: Vec<Vec<f64>> = sig
         .params
         .iter()

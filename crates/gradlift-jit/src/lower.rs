@@ -85,6 +85,13 @@ pub(crate) struct Translator<'a, 'f> {
     /// range: a loop reading one computes its elements
     /// ([`Translator::source`]).
     pub ranges: HashMap<Name, Expr>,
+    /// What is known of integer values: `v ↦ n` when `0 ≤ v < n` for the
+    /// size `n` — an element of a range `iota(n)` a loop reads. A computed
+    /// index known in range of its array (whose length is its type's size)
+    /// needs no check (the lowering of `Builtin::Get`).
+    pub below: HashMap<Value, gradlift_lang::Size>,
+    /// The size of each range count lowered, by its value.
+    pub range_sizes: HashMap<Value, gradlift_lang::Size>,
     /// In the interior of a peeled loop, the side every element takes of
     /// each test its sources make on the index (by the address of the
     /// source), see `Interior` in `arrays.rs`.
@@ -182,6 +189,8 @@ pub(crate) fn lower_function(
         loops: Vec::new(),
         computed: HashMap::new(),
         ranges: HashMap::new(),
+        below: HashMap::new(),
+        range_sizes: HashMap::new(),
         interior: HashMap::new(),
     };
     for (k, name) in closed.size_vars.iter().enumerate() {

@@ -114,6 +114,21 @@ pub fn builtin(b: Builtin, args: Vec<Expr>) -> Expr {
     Expr::synth(ExprKind::Builtin(b, args))
 }
 
+/// `A[i]`, a computed index.
+pub fn get(a: Expr, i: Expr) -> Expr {
+    builtin(Builtin::Get, vec![a, i])
+}
+
+/// `reduce_by_index(dest, (p), idx, vals)`.
+pub fn reduce_by_index(p: Prim, dest: Expr, idx: Expr, vals: Expr) -> Expr {
+    builtin(Builtin::ReduceByIndex(p), vec![dest, idx, vals])
+}
+
+/// `map (x. body) A`.
+pub fn map1(x: &Name, body: Expr, a: Expr) -> Expr {
+    array_op(ArrayOp::Map, lambda(vec![pvar(x)], body), vec![a])
+}
+
 /// An integer constant.
 pub fn int(k: i64) -> Expr {
     Expr::synth(ExprKind::Int(k))

@@ -666,7 +666,90 @@ impl Interpreter<'_> {
                 };
                 Ok(Value::Array(kept.into()))
             }
+            Builtin::Get => {
+                let xs = array(&vs[0], "indexing", span)?;
+                let i = int(&vs[1], "an index", span)?;
+                match position(i, xs.len()) {
+                    Some(j) => Ok(xs[j].clone()),
+                    None => at(
+                        format!(
+                            "index {i} is out of bounds for an array of length {}",
+                            xs.len()
+                        ),
+                        span,
+                    ),
+                }
+            }
+            Builtin::Gather => {
+                let xs = array(&vs[0], "`gather`", span)?;
+                let idx = array(&vs[1], "`gather`", span)?;
+                self.allocate(idx.len(), span)?;
+                let mut out = Vec::with_capacity(idx.len());
+                for (j, v) in idx.iter().enumerate() {
+                    let i = int(v, "`gather`", span)?;
+                    let Some(p) = position(i, xs.len()) else {
+                        return at(
+                            format!(
+                                "`gather`: index {i} (element {j} of the indices) is out of bounds for an array of length {}",
+                                xs.len()
+                            ),
+                            span,
+                        );
+                    };
+                    out.push(xs[p].clone());
+                }
+                Ok(Value::array(out))
+            }
+            Builtin::ReduceByIndex(p) => {
+                let dest = array(&vs[0], "`reduce_by_index`", span)?;
+                let idx = array(&vs[1], "`reduce_by_index`", span)?;
+                let vals = array(&vs[2], "`reduce_by_index`", span)?;
+                let k = dest.len();
+                self.allocate(k, span)?;
+                let mut bins: Vec<Value> = dest.to_vec();
+                for (j, (v, x)) in idx.iter().zip(vals.iter()).enumerate() {
+                    let i = int(v, "`reduce_by_index`", span)?;
+                    let Some(b) = position(i, k) else {
+                        return at(
+                            format!("`reduce_by_index`: index {i} (element {j} of the indices) is out of bounds for {k} bins"),
+                            span,
+                        );
+                    };
+                    bins[b] = combine(p, &bins[b], x);
+                }
+                Ok(Value::array(bins))
+            }
         }
+    }
+}
+
+/// The position an index `i` names in an array of length `n`: `i` itself
+/// for `0 ≤ i < n`, `n + i` for `-n ≤ i < 0` (counting from the end);
+/// `None` otherwise. Every computed index of the language is read this way.
+pub fn position(i: i64, n: usize) -> Option<usize> {
+    let n = i64::try_from(n).ok()?;
+    let p = if i < 0 { i.checked_add(n)? } else { i };
+    (0..n).contains(&p).then_some(p as usize)
+}
+
+/// `a op b` component by component, for the operators of
+/// `reduce_by_index` (the type checker gives `*`, `min`, `max` reals only).
+fn combine(p: Prim, a: &Value, b: &Value) -> Value {
+    match (a, b) {
+        (Value::Real(x), Value::Real(y)) => Value::Real(p.eval_real(&[*x, *y])),
+        (Value::Tuple(xs), Value::Tuple(ys)) => Value::Tuple(
+            xs.iter()
+                .zip(ys.iter())
+                .map(|(x, y)| combine(p, x, y))
+                .collect(),
+        ),
+        (Value::Array(xs), Value::Array(ys)) => Value::Array(
+            xs.iter()
+                .zip(ys.iter())
+                .map(|(x, y)| combine(p, x, y))
+                .collect(),
+        ),
+        _ => a.clone(),
     }
 }
 

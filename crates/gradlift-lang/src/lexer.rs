@@ -74,6 +74,8 @@ pub const KEYWORDS: &[&str] = &[
     "take",
     "drop",
     "len",
+    "gather",
+    "reduce_by_index",
     "size",
     "R",
     "inf",

@@ -845,23 +845,19 @@ impl Parser {
                 };
             } else if self.is_punct("[") && touching {
                 self.bump();
-                let negative = self.eat_punct("-");
-                let k = match self.peek().clone() {
-                    Tok::Number(s) => {
-                        let span = self.bump().span;
-                        s.parse::<i64>().map_err(|_| SyntaxError::Invalid {
-                            message: format!("an index must be a whole number, not `{s}`"),
-                            span,
-                        })?
-                    }
-                    _ => return self.expected("a constant integer index"),
-                };
+                let index = self.expr()?;
                 self.expect_punct("]")?;
                 let span = e.span.to(self.prev_span());
-                e = Expr::new(
-                    ExprKind::Index(Box::new(e), if negative { -k } else { k }),
-                    span,
-                );
+                // A literal index (`A[2]`, `A[-1]`) is the constant form;
+                // anything else is computed when the program runs.
+                let kind = match index.kind {
+                    ExprKind::Literal(k) => ExprKind::Index(Box::new(e), k),
+                    ExprKind::Const(c) if c == 0.0 && c.is_sign_negative() => {
+                        ExprKind::Index(Box::new(e), 0)
+                    }
+                    _ => ExprKind::Builtin(Builtin::Get, vec![e, index]),
+                };
+                e = Expr::new(kind, span);
             } else if let Tok::ProjIndex(k) = *self.peek() {
                 let span = e.span.to(self.bump().span);
                 e = Expr::new(ExprKind::Proj(Box::new(e), k), span);
@@ -960,8 +956,12 @@ impl Parser {
             "concat" => Some(Builtin::Concat),
             "take" => Some(Builtin::Take),
             "drop" => Some(Builtin::Drop),
+            "gather" => Some(Builtin::Gather),
             _ => None,
         };
+        if s == "reduce_by_index" {
+            return self.reduce_by_index(start);
+        }
         if s == "zip" {
             self.bump();
             if !self.is_punct("(") {
@@ -1016,6 +1016,35 @@ impl Parser {
             return Ok(Expr::new(ExprKind::PrimFn(p), start));
         }
         Ok(Expr::new(ExprKind::Var(Name::from(s)), start))
+    }
+
+    /// `reduce_by_index(dest, (op), idx, vals)`, `op` one of `+ * min max`.
+    fn reduce_by_index(&mut self, start: Span) -> PResult<Expr> {
+        self.bump();
+        if !self.is_punct("(") {
+            return self.expected("`(` after `reduce_by_index`");
+        }
+        let mut args = self.call_args()?;
+        let span = start.to(self.prev_span());
+        if args.len() != 4 {
+            return Err(arity_error("reduce_by_index", 4, args.len(), span));
+        }
+        let op = match args[1].kind {
+            ExprKind::PrimFn(p) if Builtin::histogram_operator(p) => p,
+            _ => {
+                return Err(SyntaxError::Invalid {
+                    message:
+                        "the operator of `reduce_by_index` is one of `(+)`, `(*)`, `min`, `max`"
+                            .to_string(),
+                    span: args[1].span,
+                })
+            }
+        };
+        args.remove(1);
+        Ok(Expr::new(
+            ExprKind::Builtin(Builtin::ReduceByIndex(op), args),
+            span,
+        ))
     }
 
     /// `(`: unit, operator section, lambda, parenthesised expression or tuple.

@@ -157,6 +157,7 @@ fn starts_with_number(mut e: &Expr) -> bool {
             ExprKind::Proj(inner, _) | ExprKind::Index(inner, _) | ExprKind::Apply(inner, _) => {
                 e = inner
             }
+            ExprKind::Builtin(Builtin::Get, args) => e = &args[0],
             _ => return false,
         }
     }
@@ -278,6 +279,21 @@ impl Printer {
                     self.expr(a, LEVEL_POSTFIX);
                 }
             }
+            ExprKind::Builtin(Builtin::Get, args) => {
+                self.expr(&args[0], LEVEL_POSTFIX);
+                self.out.push('[');
+                self.args(&args[1..]);
+                self.out.push(']');
+            }
+            ExprKind::Builtin(Builtin::ReduceByIndex(p), args) => {
+                self.out.push_str("reduce_by_index(");
+                self.expr(&args[0], LEVEL_OPEN);
+                self.out.push_str(", ");
+                self.expr_bare(&Expr::synth(ExprKind::PrimFn(*p)));
+                self.out.push_str(", ");
+                self.list(&args[1..]);
+                self.out.push(')');
+            }
             ExprKind::Builtin(b, args) => {
                 self.out.push_str(b.name());
                 if b.is_juxtaposed() {
@@ -287,7 +303,7 @@ impl Printer {
                     self.out.push('(');
                     // The count of `iota`, `replicate`, `take`, `drop`.
                     match b {
-                        Builtin::Len | Builtin::Concat => self.list(args),
+                        Builtin::Len | Builtin::Concat | Builtin::Gather => self.list(args),
                         _ => {
                             self.args(&args[..1]);
                             if args.len() > 1 {

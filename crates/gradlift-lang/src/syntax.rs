@@ -329,6 +329,19 @@ pub enum Builtin {
     Shift1L,
     /// `shift1R A`: drop the last element.
     Shift1R,
+    /// `A[i]` with a computed integer index `i` (a constant index is
+    /// [`ExprKind::Index`]): `-len(A) ≤ i < len(A)`, a negative `i`
+    /// counting from the end; any other `i` is a run-time error.
+    Get,
+    /// `gather(A, idx)`: `[A[idx[0]], …, A[idx[m-1]]]`, each index as in
+    /// [`Builtin::Get`].
+    Gather,
+    /// `reduce_by_index(dest, (op), idx, vals)`, written with the
+    /// arguments `[dest, idx, vals]`: the bins `dest` with every `vals[i]`
+    /// combined into bin `idx[i]` by `op`, in the order of `i` (each index
+    /// as in [`Builtin::Get`]). `op` is `+` (any element type made of
+    /// reals, component by component), `*`, `min` or `max` (reals).
+    ReduceByIndex(Prim),
 }
 
 impl Builtin {
@@ -343,13 +356,27 @@ impl Builtin {
             Builtin::Drop => "drop",
             Builtin::Shift1L => "shift1L",
             Builtin::Shift1R => "shift1R",
+            Builtin::Get => "index",
+            Builtin::Gather => "gather",
+            Builtin::ReduceByIndex(_) => "reduce_by_index",
         }
+    }
+
+    /// Whether `reduce_by_index` takes the operator `p`.
+    pub fn histogram_operator(p: Prim) -> bool {
+        matches!(p, Prim::Add | Prim::Mul | Prim::Min | Prim::Max)
     }
 
     /// Number of arguments.
     pub fn arity(self) -> usize {
         match self {
-            Builtin::Replicate | Builtin::Concat | Builtin::Take | Builtin::Drop => 2,
+            Builtin::Replicate
+            | Builtin::Concat
+            | Builtin::Take
+            | Builtin::Drop
+            | Builtin::Get
+            | Builtin::Gather => 2,
+            Builtin::ReduceByIndex(_) => 3,
             _ => 1,
         }
     }

@@ -341,6 +341,13 @@ pub fn literals_as_reals(e: &Expr) -> Expr {
         ExprKind::Literal(k) => Expr::new(ExprKind::Const(*k as f64), e.span),
         ExprKind::Prim(Prim::ToReal, _) => e.map_children(&mut |c| count(c)),
         ExprKind::Prim(p, args) if p.on_integers().is_some() && on_len(args) => count(e),
+        ExprKind::Builtin(Builtin::Get, args) => Expr::new(
+            ExprKind::Builtin(
+                Builtin::Get,
+                vec![literals_as_reals(&args[0]), count(&args[1])],
+            ),
+            e.span,
+        ),
         ExprKind::Builtin(
             b @ (Builtin::Iota | Builtin::Replicate | Builtin::Take | Builtin::Drop),
             args,
@@ -1462,7 +1469,84 @@ impl Checker<'_> {
                 };
                 Ok(Type::array(t, m))
             }
+            Builtin::Get => {
+                let (t, _) = self.array(&args[0], "indexing")?;
+                self.integer(&args[1], "an index")?;
+                Ok(t)
+            }
+            Builtin::Gather => {
+                let (t, _) = self.array(&args[0], "`gather`")?;
+                let m = self.indices(&args[1], "the indices of `gather`")?;
+                Ok(Type::array(t, m))
+            }
+            Builtin::ReduceByIndex(p) => {
+                let (t, k) = self.array(&args[0], "the bins of `reduce_by_index`")?;
+                let m = self.indices(&args[1], "the indices of `reduce_by_index`")?;
+                let (u, n) = self.array(&args[2], "the values of `reduce_by_index`")?;
+                if u != t {
+                    return mismatch(
+                        "the values of `reduce_by_index` must have the type of its bins",
+                        &t,
+                        &u,
+                        args[2].span,
+                    );
+                }
+                if m != n {
+                    return invalid(
+                        format!("`reduce_by_index` needs as many values as indices, found sizes `{m}` and `{n}`"),
+                        args[2].span,
+                    );
+                }
+                let fits = match p {
+                    Prim::Add => all_reals(&t),
+                    _ => t == Type::Real,
+                };
+                if !fits {
+                    let wanted = match p {
+                        Prim::Add => "reals, or tuples and arrays of reals",
+                        _ => "reals",
+                    };
+                    return invalid(
+                        format!("`reduce_by_index` with `{}` takes values that are {wanted}, found elements of type `{t}`", p.info().name),
+                        args[2].span,
+                    );
+                }
+                Ok(Type::array(t, k))
+            }
         }
+    }
+
+    /// An integer operand (an index): its literals elaborated as integers.
+    fn integer(&mut self, e: &Expr, what: &str) -> TResult<()> {
+        let t = self.value(e)?;
+        if !self.coerce(e, &t, &Type::Int)? {
+            return mismatch(format!("{what} must be an integer"), &Type::Int, &t, e.span);
+        }
+        Ok(())
+    }
+
+    /// An array of integer indices, and its size.
+    fn indices(&mut self, e: &Expr, what: &str) -> TResult<Size> {
+        let t = self.value(e)?;
+        let n = match &t {
+            Type::Array(_, n) => n.clone(),
+            _ => {
+                return invalid(
+                    format!("{what} must be an array of integers, found `{t}`"),
+                    e.span,
+                )
+            }
+        };
+        let want = Type::array(Type::Int, n.clone());
+        if !self.coerce(e, &t, &want)? {
+            return mismatch(
+                format!("{what} must be an array of integers"),
+                &want,
+                &t,
+                e.span,
+            );
+        }
+        Ok(n)
     }
 
     /// A count (of `iota`, `replicate`, `take`, `drop`, a size argument):
@@ -1550,5 +1634,15 @@ fn match_sizes(param: &Type, arg: &Type, vars: &[Name], subst: &mut HashMap<Name
             }
         }
         _ => {}
+    }
+}
+
+/// Whether every scalar of `t` is a real (no integers, no conditions).
+fn all_reals(t: &Type) -> bool {
+    match t {
+        Type::Real => true,
+        Type::Array(e, _) => all_reals(e),
+        Type::Tuple(ts) => ts.iter().all(all_reals),
+        _ => false,
     }
 }

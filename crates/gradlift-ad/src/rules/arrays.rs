@@ -4,6 +4,7 @@
 //! | --- | --- |
 //! | `r = [e₁, …, eₖ]` | `ēᵢ += Z[i]` |
 //! | `r = A[k]`, `A : [T; n]` | `Ā += map (i. if i == k then Z else 0_T) (iota(n))` (`k < 0` counts from the end; integer comparison) |
+//! | `r = A[i]`, `i` computed | `Ā += Z at i`: a sparse cotangent ([`Adj::Sparse`]), one `reduce_by_index` when it becomes a term |
 //! | `r = replicate(n, e)` | `ē += reduce (+̂) 0 Z` |
 //! | `r = concat(A, B)` | `Ā += take(len(A), Z)`, `B̄ += drop(len(A), Z)` |
 //! | `r = take(k, A)` | `Ā += concat(Z, drop(k, ZerosLike(A)))` |
@@ -29,10 +30,6 @@ impl Deriver {
         ty: &Type,
         z: Adj,
     ) {
-        let Type::Array(elem, n) = &of_ty else {
-            unreachable!("indexing an array")
-        };
-        let z = self.atomize_val(sw, ty, z);
         let position = if k >= 0 {
             int(k)
         } else {
@@ -41,14 +38,36 @@ impl Deriver {
                 vec![builtin(Builtin::Len, vec![of.clone()]), int(k)],
             )
         };
+        self.one_hot_backward(sw, (of, of_ty), position, ty, z);
+    }
+
+    /// `Ā += map (j. if j == position then Z else 0_T) (iota(n))`.
+    fn one_hot_backward(
+        &mut self,
+        sw: &mut Sweep,
+        (of, of_ty): Arg,
+        position: Expr,
+        ty: &Type,
+        z: Adj,
+    ) {
+        let Type::Array(elem, n) = &of_ty else {
+            unreachable!("indexing an array")
+        };
+        let z = self.atomize_val(sw, ty, z);
         let i = self.names.fresh("i");
         let pick = cond(prim(Prim::IEq, vec![var(&i), position]), z, zeros(elem));
-        let one_hot = array_op(
-            ArrayOp::Map,
-            lambda(vec![pvar(&i)], pick),
-            vec![builtin(Builtin::Iota, vec![size(n)])],
-        );
+        let one_hot = map1(&i, pick, builtin(Builtin::Iota, vec![size(n)]));
         self.add(sw, &of, &of_ty, Adj::Val(one_hot));
+    }
+
+    /// `r = A[i]`: the cotangent `Z` at `i`, kept sparse ([`Adj::Sparse`]).
+    /// The index stays as it is: `reduce_by_index`, which the sparse
+    /// cotangent becomes, reads a negative index from the end as indexing
+    /// does, and `i` was in range for `A[i]` to have a value.
+    pub(crate) fn get_backward(&mut self, sw: &mut Sweep, args: Vec<Arg>, ty: &Type, z: Adj) {
+        let ((a, a_ty), i) = (args[0].clone(), args[1].0.clone());
+        let z = self.atomize_val(sw, ty, z);
+        self.add(sw, &a, &a_ty, Adj::Sparse(vec![(i, z)]));
     }
 
     /// The cotangent as an atom.
@@ -120,6 +139,9 @@ impl Deriver {
                 self.add(sw, &a, &at, Adj::Val(adj));
             }
             Builtin::Len | Builtin::Iota => {}
+            Builtin::Get | Builtin::Gather | Builtin::ReduceByIndex(_) => {
+                unreachable!("rules of their own")
+            }
         }
     }
 }

@@ -19,10 +19,11 @@
 //! `P = map2 (x, (y, ζ). ∇e·ζ) A (zip B Z)`, which is the vector–Jacobian
 //! product Figure 17 writes as `g ∗̂ ζ`, without forming the Jacobian.
 
-use crate::adjoint::{scale, Adj};
+use crate::adjoint::{scale, zeros, Adj};
 use crate::direct::{AdResult, Arg, Deriver, Sweep};
 use gradlift_lang::build::*;
 use gradlift_lang::syntax::*;
+use gradlift_lang::Prim;
 
 impl Deriver {
     pub(crate) fn map_backward(
@@ -44,15 +45,27 @@ impl Deriver {
                 _ => unreachable!("map takes arrays"),
             })
             .collect();
-        let fv = self.free_slots(body, params);
-        let mut ctx = fv.clone();
+        let all_fv = self.free_slots(body, params);
+        let mut ctx = all_fv.clone();
         ctx.extend(params.iter().cloned().zip(elem_types.iter().cloned()));
-        let len = ctx.len();
         let scalar = **elem_ty == Type::Real;
+        // Free arrays the body reads at computed positions only: their
+        // cotangents are scattered once after the map.
+        let sparse: Vec<Name> = all_fv
+            .iter()
+            .filter(|(_, t)| matches!(t, Type::Array(..)))
+            .map(|(n, _)| n.clone())
+            .collect();
+        let mut layout = None;
+        let mut differentiate = |this: &mut Self, seed: Adj| -> AdResult<Expr> {
+            let g = this.gradient_with(&ctx, body, seed, &sparse)?;
+            layout = Some((g.kept, g.records, g.positions));
+            Ok(g.term)
+        };
 
         // P: the per-element gradients, seeded with 1 (scalar body) or ζ.
         let per_element = if scalar {
-            let g = self.gradient(&ctx, body, Adj::Val(real(1.0)))?;
+            let g = differentiate(self, Adj::Val(real(1.0)))?;
             let lam = lambda(params.iter().map(pvar).collect(), g);
             array_op(
                 if params.len() == 1 {
@@ -65,7 +78,7 @@ impl Deriver {
             )
         } else {
             let zeta = self.names.fresh("zeta");
-            let g = self.gradient(&ctx, body, Adj::Val(var(&zeta)))?;
+            let g = differentiate(self, Adj::Val(var(&zeta)))?;
             // Pair the last array with Z so that the body sees ζ.
             let last = params.len() - 1;
             let (q, zz) = (self.names.fresh("q"), self.names.fresh("zz"));
@@ -89,6 +102,97 @@ impl Deriver {
             )
         };
         let p = self.bind(&mut sw.rev, "partials", per_element);
+        let (kept, records, positions_of) = layout.expect("the body was differentiated");
+        let mut free = std::collections::HashSet::new();
+        let lam = lambda(params.iter().map(pvar).collect(), body.clone());
+        gradlift_lang::interp::free_vars(&lam, &mut gradlift_lang::scope::Scope::new(), &mut free);
+        let fv: Vec<(Name, Type)> = all_fv
+            .into_iter()
+            .zip(&kept)
+            .filter_map(|(v, &k)| k.then_some(v))
+            .collect();
+        let len = fv.len() + params.len() + 2 * records.len();
+
+        // The sparse cotangents: each record's positions and values over
+        // the elements, scattered into its array.
+        let first = fv.len() + params.len();
+        let mut scattered: Vec<(Name, Expr)> = Vec::new();
+        for (r, (a, elem)) in records.iter().enumerate() {
+            let g = self.names.fresh("g");
+            let at = Self::component(var(&g), first + 2 * r, len);
+            let positions = array_op(ArrayOp::Map, lambda(vec![pvar(&g)], at), vec![p.clone()]);
+            let g = self.names.fresh("g");
+            let value = Self::component(var(&g), first + 2 * r + 1, len);
+            let values = if scalar {
+                let zeta = self.names.fresh("zeta");
+                let scaled = scale(elem, var(&zeta), value, &mut self.names);
+                array_op(
+                    ArrayOp::Map2,
+                    lambda(vec![pvar(&g), pvar(&zeta)], scaled),
+                    vec![p.clone(), z.clone()],
+                )
+            } else {
+                array_op(ArrayOp::Map, lambda(vec![pvar(&g)], value), vec![p.clone()])
+            };
+            // A position that does not change from element to element (the
+            // index is a free variable of the function, or a constant) is
+            // one sparse entry of the sum of the values, which an
+            // enclosing operation scatters in turn.
+            let position = &positions_of[r];
+            let invariant = match &position.kind {
+                ExprKind::Int(_) => true,
+                ExprKind::Var(n) => free.contains(n),
+                _ => false,
+            };
+            if invariant {
+                let total = crate::adjoint::sum(elem, values, &mut self.names);
+                let total = self.bind(&mut sw.rev, "total", total);
+                let a_ty = ctx
+                    .iter()
+                    .find(|(n, _)| n == a)
+                    .expect("a free array")
+                    .1
+                    .clone();
+                self.add(
+                    sw,
+                    &var(a),
+                    &a_ty,
+                    Adj::Sparse(vec![(position.clone(), total)]),
+                );
+                continue;
+            }
+            let (positions, values) = (
+                self.bind(&mut sw.rev, "positions", positions),
+                self.bind(&mut sw.rev, "values", values),
+            );
+            match scattered.iter_mut().find(|(n, _)| n == a) {
+                Some((_, acc)) => {
+                    *acc = reduce_by_index(Prim::Add, acc.clone(), positions, values);
+                }
+                None => {
+                    let a_ty = ctx
+                        .iter()
+                        .find(|(n, _)| n == a)
+                        .expect("a free array")
+                        .1
+                        .clone();
+                    let base = zeros(&a_ty);
+                    scattered.push((
+                        a.clone(),
+                        reduce_by_index(Prim::Add, base, positions, values),
+                    ));
+                }
+            }
+        }
+        for (a, total) in scattered {
+            let a_ty = ctx
+                .iter()
+                .find(|(n, _)| *n == a)
+                .expect("a free array")
+                .1
+                .clone();
+            self.add(sw, &var(&a), &a_ty, Adj::Val(total));
+        }
 
         // Cotangents of the arrays.
         for (i, ((a, at), et)) in args.iter().zip(&elem_types).enumerate() {

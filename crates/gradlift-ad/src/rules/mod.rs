@@ -10,6 +10,7 @@ pub(crate) mod arrays;
 pub(crate) mod checkpoint;
 pub(crate) mod cond;
 pub(crate) mod fold;
+pub(crate) mod histogram;
 pub(crate) mod map;
 pub(crate) mod scan;
 

@@ -404,6 +404,20 @@ impl Analysis {
                 self.need(a, d);
             }
             (Builtin::Shift1L | Builtin::Shift1R, [a]) => self.need(a, d),
+            // The elements read are demanded as the result is.
+            (Builtin::Get, [a, i]) => {
+                self.need(a, &Demand::Array(Box::new(d.clone())));
+                self.need(i, &Demand::All);
+            }
+            (Builtin::Gather, [a, i]) => {
+                self.need(a, d);
+                self.need(i, &Demand::All);
+            }
+            (Builtin::ReduceByIndex(_), [dest, i, v]) => {
+                self.need(dest, d);
+                self.need(i, &Demand::All);
+                self.need(v, d);
+            }
             _ => {
                 for x in args {
                     self.need(x, &Demand::All);
@@ -562,6 +576,19 @@ impl Rewrite<'_> {
                 }
                 (Builtin::Shift1L | Builtin::Shift1R, [a]) => self.narrow(a, &d),
                 (Builtin::Len, [a]) => self.narrow(a, &Demand::Array(Box::new(Demand::No))),
+                (Builtin::Get, [a, i]) => {
+                    self.narrow(a, &Demand::Array(Box::new(d)));
+                    self.narrow(i, &Demand::All);
+                }
+                (Builtin::Gather, [a, i]) => {
+                    self.narrow(a, &d);
+                    self.narrow(i, &Demand::All);
+                }
+                (Builtin::ReduceByIndex(_), [dest, i, v]) => {
+                    self.narrow(dest, &d);
+                    self.narrow(i, &Demand::All);
+                    self.narrow(v, &d);
+                }
                 (_, args) => {
                     for x in args {
                         self.narrow(x, &Demand::All);

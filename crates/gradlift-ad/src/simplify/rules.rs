@@ -169,8 +169,10 @@ rules! {
     /// The length of an array computed elementwise, read from the array
     /// it is computed from.
     LenOfOp = "len-of-op",
-        "len(map f A) ⇝ len(A);  len(map2 f A B) ⇝ len(A);  len(shift1L A) ⇝ len(A) - 1 (shift1R likewise);  len(scanl f z A) ⇝ len(A) + 1 (scanr likewise)",
+        "len(map f A) ⇝ len(A);  len(map2 f A B) ⇝ len(A);  len(shift1L A) ⇝ len(A) - 1 (shift1R likewise);  len(scanl f z A) ⇝ len(A) + 1 (scanr likewise);  len(gather(A, I)) ⇝ len(I);  len(reduce_by_index(D, op, I, V)) ⇝ len(D)",
         "A (through these operations) is a variable; the run-time errors of the dropped computation go with it";
+    /// A computed index that turns out constant.
+    IndexConstant = "index-constant", "A[int(k)] ⇝ A[k]", "k an integer constant";
     /// Indexing a known array.
     IndexKnown = "index-known", "[e₀..eₙ][k] ⇝ eₖ;  Fill(c)[k] ⇝ c;  replicate(n, (c₀..cₘ))[k] ⇝ (c₀..cₘ)", "cᵢ constants (or tuples of them)";
     /// Map fusion (classic array simplification).

@@ -247,6 +247,8 @@ pub(super) fn length_of(e: &Expr) -> Option<(Name, i64)> {
         ExprKind::Builtin(Builtin::Shift1L | Builtin::Shift1R, xs) => {
             length_of(&xs[0]).map(|(x, k)| (x, k - 1))
         }
+        ExprKind::Builtin(Builtin::Gather, xs) => length_of(&xs[1]),
+        ExprKind::Builtin(Builtin::ReduceByIndex(_), xs) => length_of(&xs[0]),
         _ => None,
     })
 }

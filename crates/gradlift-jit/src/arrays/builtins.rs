@@ -78,6 +78,152 @@ impl Translator<'_, '_> {
                 };
                 Ok(Values::Array(ArrayVal { ptr, len, ..a }))
             }
+            Builtin::Get => {
+                let i = self.integer(&args[1])?;
+                let known = match self.type_of(&args[0])? {
+                    Type::Array(_, n) => self.below.get(&i) == Some(&n),
+                    _ => false,
+                };
+                if crate::arrays::fused_elements_cannot_fail(&args[0]) {
+                    let s = self.source(&args[0])?;
+                    let p = if known {
+                        i
+                    } else {
+                        self.checked_position(s.len(), i)
+                    };
+                    return self.element(&s, p);
+                }
+                let a = self.array(&args[0])?;
+                // An element of `iota(n)` indexing an array of size `n` is
+                // in range: no check, no wrap.
+                let p = if known {
+                    i
+                } else {
+                    self.checked_position(a.len, i)
+                };
+                let stride = unchecked_bytes(self.b, &a.elem);
+                let addr = self.element_addr(a.ptr, p, stride);
+                Ok(load(self.b, addr, &a.elem))
+            }
+            Builtin::Gather => self.gather(args),
+            Builtin::ReduceByIndex(op) => self.reduce_by_index(op, args),
+        }
+    }
+
+    /// An integer operand.
+    fn integer(&mut self, e: &Expr) -> Result<Value, JitError> {
+        match self.lower(e)? {
+            Values::Int(i) => Ok(i),
+            _ => Err(JitError::Internal("an index that is not an integer".into())),
+        }
+    }
+
+    /// `gather(A, I)`: a loop over `I`, each element of `A` it names
+    /// copied after its bounds check.
+    fn gather(&mut self, args: &[Expr]) -> Result<Values, JitError> {
+        let a = self.array(&args[0])?;
+        let idx = self.array(&args[1])?;
+        let Type::Array(elem, _) = self.type_of(&args[0])? else {
+            return Err(JitError::Internal("gather of a non-array".into()));
+        };
+        let Type::Array(_, m) = self.type_of(&args[1])? else {
+            return Err(JitError::Internal("gather with non-array indices".into()));
+        };
+        let counted = self.counts().array(&m, &elem);
+        let (ptr, stride) = self.alloc_array(idx.len, &a.elem, counted)?;
+        let from_stride = unchecked_bytes(self.b, &a.elem);
+        let eight = self.iconst(8);
+        self.for_range(idx.len, &mut |t, j| {
+            let at = t.element_addr(idx.ptr, j, eight);
+            let i = t.b.ins().load(types::I64, mem(), at, 0);
+            let p = t.checked_position(a.len, i);
+            let from = t.element_addr(a.ptr, p, from_stride);
+            let v = load(t.b, from, &a.elem);
+            let to = t.element_addr(ptr, j, stride);
+            t.store(to, &v, &a.elem)
+        })?;
+        Ok(Values::Array(ArrayVal {
+            ptr,
+            len: idx.len,
+            elem: a.elem,
+        }))
+    }
+
+    /// `reduce_by_index(D, op, I, V)`: the bins start as a copy of `D` in
+    /// new workspace memory, and each value is combined into its bin there,
+    /// in place, in the order of the indices.
+    fn reduce_by_index(
+        &mut self,
+        op: gradlift_lang::Prim,
+        args: &[Expr],
+    ) -> Result<Values, JitError> {
+        let dest = self.array(&args[0])?;
+        let idx = self.array(&args[1])?;
+        let vals = self.array(&args[2])?;
+        let same = self.b.ins().icmp(IntCC::Equal, idx.len, vals.len);
+        self.check(same, Status::LengthMismatch, vals.len);
+        self.check_same_shape(&dest.elem, &vals.elem, Status::ShapeMismatch)?;
+        let ty = self.type_of(&args[0])?;
+        let counted = self.counts().bytes(&ty);
+        let (ptr, stride) = self.alloc_array(dest.len, &dest.elem, counted)?;
+        let bytes = self.b.ins().imul(dest.len, stride);
+        self.copy(ptr, dest.ptr, bytes)?;
+        let vstride = unchecked_bytes(self.b, &vals.elem);
+        let shape = dest.elem.clone();
+        let eight = self.iconst(8);
+        self.for_range(idx.len, &mut |t, j| {
+            let at = t.element_addr(idx.ptr, j, eight);
+            let i = t.b.ins().load(types::I64, mem(), at, 0);
+            let p = t.checked_position(dest.len, i);
+            let bin = t.element_addr(ptr, p, stride);
+            let from = t.element_addr(vals.ptr, j, vstride);
+            t.combine_into(op, bin, from, &shape)
+        })?;
+        Ok(Values::Array(ArrayVal {
+            ptr,
+            len: dest.len,
+            elem: dest.elem,
+        }))
+    }
+
+    /// `*bin = *bin op *from` for every real of an element of `shape`.
+    fn combine_into(
+        &mut self,
+        op: gradlift_lang::Prim,
+        bin: Value,
+        from: Value,
+        shape: &Shape,
+    ) -> Result<(), JitError> {
+        match shape {
+            Shape::Real => {
+                let x = self.b.ins().load(types::F64, mem(), bin, 0);
+                let y = self.b.ins().load(types::F64, mem(), from, 0);
+                let calls = &self.calls;
+                let lookup = |q: gradlift_lang::Prim| calls[&q];
+                let r = crate::prims::lower_prim(self.b, &lookup, self.exp_table, op, &[x, y]);
+                self.b.ins().store(mem(), r, bin, 0);
+                Ok(())
+            }
+            Shape::Int => Err(JitError::Internal("reduce_by_index of integers".into())),
+            Shape::Tuple(ss) => {
+                let (mut b, mut f) = (bin, from);
+                for s in ss {
+                    self.combine_into(op, b, f, s)?;
+                    let k = unchecked_bytes(self.b, s);
+                    b = self.b.ins().iadd(b, k);
+                    f = self.b.ins().iadd(f, k);
+                }
+                Ok(())
+            }
+            Shape::Array(len, elem) => {
+                let stride = unchecked_bytes(self.b, elem);
+                let elem = (**elem).clone();
+                self.for_range(*len, &mut |t, i| {
+                    let b = t.element_addr(bin, i, stride);
+                    let f = t.element_addr(from, i, stride);
+                    t.combine_into(op, b, f, &elem)
+                })
+            }
         }
     }
 

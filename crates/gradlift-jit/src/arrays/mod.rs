@@ -264,12 +264,28 @@ impl Translator<'_, '_> {
         } else {
             self.iconst(k)
         };
+        self.check_in_bounds(len, i);
+        i
+    }
+
+    /// The position a computed index `i` names in an array of length
+    /// `len` (`len + i` for a negative `i`), checked to be in bounds: the
+    /// reading of every computed index (`interp::position`).
+    pub(crate) fn checked_position(&mut self, len: Value, i: Value) -> Value {
+        let negative = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, i, 0);
+        let wrapped = self.b.ins().iadd(i, len);
+        let p = self.b.ins().select(negative, wrapped, i);
+        self.check_in_bounds(len, p);
+        p
+    }
+
+    /// Fails with `IndexOutOfBounds` unless `0 ≤ i < len`.
+    fn check_in_bounds(&mut self, len: Value, i: Value) {
         let zero = self.iconst(0);
         let above = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, i, zero);
         let below = self.b.ins().icmp(IntCC::SignedLessThan, i, len);
         let ok = self.b.ins().band(above, below);
         self.check(ok, Status::IndexOutOfBounds, i);
-        i
     }
 
     /// `[e1, ..., ek]`.

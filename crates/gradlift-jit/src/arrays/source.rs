@@ -48,7 +48,11 @@ impl Translator<'_, '_> {
         // workspace, whatever its length (a valid size: a whole number in
         // 0 ..= 2⁴⁰). So is a variable bound to one.
         if let Some(size) = self.range_size(e) {
-            return Ok(Source::Iota(self.count(&size)?));
+            let n = self.count(&size)?;
+            if let Ok(bound) = self.count_size(&size) {
+                self.range_sizes.insert(n, bound);
+            }
+            return Ok(Source::Iota(n));
         }
         // `shift1L`/`shift1R` of a map whose elements cannot fail: the
         // consumer computes only the elements it reads (all but the first
@@ -300,7 +304,13 @@ impl Translator<'_, '_> {
                     |t| t.apply(params, body, xs, tys),
                 )
             }
-            Source::Iota(_) => Ok(Values::Int(i)),
+            // Every element read is in range: `0 ≤ i < n`.
+            Source::Iota(n) => {
+                if let Some(bound) = self.range_sizes.get(n).cloned() {
+                    self.below.insert(i, bound);
+                }
+                Ok(Values::Int(i))
+            }
             Source::Shifted { inner, offset, .. } => {
                 let i = match offset {
                     Some(k) => self.b.ins().iadd(i, *k),

@@ -337,6 +337,12 @@ impl Pe<'_> {
                 return Ok(val_of(len_plus(x, offset)));
             }
         }
+        if let (Builtin::Get, [_, Val::Int(k)]) = (b, vals.as_slice()) {
+            let k = *k;
+            self.stats.fire(Rule::IndexConstant);
+            let a = vals.swap_remove(0);
+            return self.index(a, k, span);
+        }
         if matches!(b, Builtin::Shift1L | Builtin::Shift1R) {
             if let Some((rule, out)) = rewrite::shift(&vals[0], &self.facts) {
                 self.stats.fire(rule);
