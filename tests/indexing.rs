@@ -350,3 +350,57 @@ fn ill_typed_indexing_is_refused_with_a_message() {
         assert!(err.to_string().contains(says), "{text}: {err}");
     }
 }
+
+#[test]
+fn folds_reading_by_index_are_exact_and_linear_with_any_checkpointing() {
+    use gradlift::ad::cost::gradient_cost;
+    let scalar = "def r(w: [R; n], idx: [Z; m]) -> R =
+  FOLD (acc, i. acc * 0.9 + w[idx[i]] * w[idx[i]] + w[i % 2]) 0.0 (iota(m))";
+    let pair = "def s(w: [R; n], idx: [Z; m]) -> R =
+  let (a, b) = FOLD ((a, b), i. (a * 0.9 + w[idx[i]] * b, b + w[i % 2] * 0.1)) (0.0, 1.0) (iota(m)) in
+  a + b";
+    let args = [reals(&W), ints(&[2, 0, 2, -1, 1, 4, 3])];
+    for text in [scalar, pair] {
+        for fold in [
+            "foldl",
+            "@checkpoint(2) foldl",
+            "@checkpoint(binomial 2) foldl",
+        ] {
+            let text = text.replace("FOLD", fold);
+            everywhere(&text, &args);
+            if fold != "foldl" {
+                continue;
+            }
+            let program = Program::parse("t.grad", &text).unwrap();
+            let f = program.last_function().unwrap();
+            let closed = f.closed();
+            let g = f.gradient(None, Default::default()).unwrap();
+            let cost = gradient_cost(&closed.context(), &closed.size_vars, g.term()).unwrap();
+            let at = |n: f64| -> f64 {
+                let sizes = [("n", n), ("m", n)]
+                    .into_iter()
+                    .map(|(k, v)| (gradlift::Name::from(k), v))
+                    .collect();
+                cost.eval(&sizes).iter().sum()
+            };
+            let ratio = at(2e4) / at(1e4);
+            assert!((ratio - 2.0).abs() < 0.01, "{text}: {ratio}");
+        }
+    }
+}
+
+#[test]
+fn scans_reading_by_index_are_exact() {
+    for scan in ["scanl", "scanr"] {
+        let text = format!(
+            "def s(w: [R; n], idx: [Z; m]) -> R =
+  reduce (+) 0 ({scan} (acc, i. acc * 0.5 + w[idx[i]] * w[idx[i]]) 0.25 (iota(m)))"
+        );
+        everywhere(&text, &[reals(&W), ints(&[2, 0, 2, -1, 1, 4, 3])]);
+        let text = format!(
+            "def s(w: [R; n], idx: [Z; m]) -> R =
+  reduce (+) 0 (map (p. p.0 * p.1) ({scan} ((a, b), i. (a * 0.5 + w[idx[i]], b + w[i % 3])) (0.25, 1.0) (iota(m))))"
+        );
+        everywhere(&text, &[reals(&W), ints(&[2, 0, 2, -1, 1, 4, 3])]);
+    }
+}

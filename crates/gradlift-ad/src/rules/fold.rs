@@ -49,7 +49,7 @@
 //! ([`Deriver::reverse_step`], `scan.rs`).
 
 use crate::adjoint::{plus, scale, zeros, Adj};
-use crate::direct::{AdResult, Arg, Deriver, Sweep};
+use crate::direct::{AdResult, Arg, Deriver, Gradient, Sweep};
 use gradlift_lang::build::*;
 use gradlift_lang::syntax::*;
 use gradlift_lang::Prim;
@@ -333,18 +333,21 @@ impl Deriver {
         body: &Expr,
         z: Expr,
         own: Option<&Type>,
-    ) -> AdResult<(Expr, Expr)> {
-        let fv = &ctx[..ctx.len() - 2];
+        sparse: &[Name],
+    ) -> AdResult<(Expr, Expr, Gradient)> {
         let elem_ty = &ctx[ctx.len() - 1].1;
-        let (kx, ky, len) = (fv.len(), fv.len() + 1, fv.len() + 2);
-        let step_pattern = ptuple(vec![pvar(&params[0]), pvar(&params[1])]);
         let (g, q, r) = (
             self.names.fresh("g"),
             self.names.fresh("q"),
             self.names.fresh("r"),
         );
+        let grad = self.gradient_with(ctx, body, Adj::Val(var(&g)), sparse)?;
+        let all_fv = &ctx[..ctx.len() - 2];
+        let fv = Self::kept(all_fv.to_vec(), &grad.kept[..all_fv.len()]);
+        let (kx, ky) = (fv.len(), fv.len() + 1);
+        let len = fv.len() + 2 + 2 * grad.records.len();
+        let step_pattern = ptuple(vec![pvar(&params[0]), pvar(&params[1])]);
         let sums: Vec<Name> = fv.iter().map(|_| self.names.fresh("c")).collect();
-        let full = self.gradient(ctx, body, Adj::Val(var(&g)))?;
         let back_state = Self::component(var(&r), kx, len);
         let (elem_pattern, back_state) = match own {
             None => (pvar(&q), back_state),
@@ -355,26 +358,35 @@ impl Deriver {
             }
         };
         let mut next = vec![back_state];
-        for (j, (c, (_, t))) in sums.iter().zip(fv).enumerate() {
+        for (j, (c, (_, t))) in sums.iter().zip(&fv).enumerate() {
             let term = Self::component(var(&r), j, len);
             next.push(plus(t, var(c), term, &mut self.names));
         }
-        next.push(Self::component(var(&r), ky, len));
+        // The element's cotangent, then the step's sparse records: not
+        // summed, each state holds its own step's.
+        next.extend((ky..len).map(|k| Self::component(var(&r), k, len)));
         let mut acc_pattern = vec![pvar(&g)];
         acc_pattern.extend(sums.iter().map(pvar));
-        acc_pattern.push(Pattern::Wild(Default::default()));
+        acc_pattern.extend((ky..len).map(|_| Pattern::Wild(Default::default())));
         let back = lambda(
             vec![ptuple(acc_pattern), elem_pattern],
             let_in(
                 step_pattern,
                 var(&q),
-                let_in(pvar(&r), full, Expr::synth(ExprKind::Tuple(next))),
+                let_in(
+                    pvar(&r),
+                    grad.term.clone(),
+                    Expr::synth(ExprKind::Tuple(next)),
+                ),
             ),
         );
         let mut start = vec![z];
         start.extend(fv.iter().map(|(_, t)| zeros(t)));
         start.push(zeros(elem_ty));
-        Ok((back, Expr::synth(ExprKind::Tuple(start))))
+        for (_, elem) in &grad.records {
+            start.extend([int(0), zeros(elem)]);
+        }
+        Ok((back, Expr::synth(ExprKind::Tuple(start)), grad))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -395,18 +407,29 @@ impl Deriver {
         let Type::Array(elem_ty, _) = a_ty else {
             unreachable!("a fold over an array")
         };
-        let (kx, ky, len) = (fv.len(), fv.len() + 1, fv.len() + 2);
         let a0 = self.bind(
             &mut sw.rev,
             "before",
             builtin(Builtin::Shift1R, vec![var(states)]),
         );
 
-        if *acc_ty == Type::Real && **elem_ty == Type::Real {
-            let g = self.gradient(&ctx, body, Adj::Val(real(1.0)))?;
+        // A real state, and elements that are reals or carry none (indices).
+        let elem_real = **elem_ty == Type::Real;
+        if *acc_ty == Type::Real && (elem_real || !crate::direct::has_reals(elem_ty)) {
+            // Free arrays read at computed positions: scattered once.
+            let sparse: Vec<Name> = fv
+                .iter()
+                .filter(|(_, t)| matches!(t, Type::Array(..)))
+                .map(|(n, _)| n.clone())
+                .collect();
+            let grad = self.gradient_with(&ctx, body, Adj::Val(real(1.0)), &sparse)?;
+            let fv = Self::kept(fv.to_vec(), &grad.kept[..fv.len()]);
+            let (kx, ky) = (fv.len(), fv.len() + 1);
+            let len = fv.len() + 2 + 2 * grad.records.len();
+            let function = lambda(params.iter().map(pvar).collect(), body.clone());
             let per_step = array_op(
                 ArrayOp::Map2,
-                lambda(params.iter().map(pvar).collect(), g),
+                lambda(params.iter().map(pvar).collect(), grad.term.clone()),
                 vec![a0, a.clone()],
             );
             let p = self.bind(&mut sw.rev, "partials", per_step);
@@ -420,8 +443,6 @@ impl Deriver {
             };
             let a1 = pick(self, kx);
             let a1 = self.bind(&mut sw.rev, "dstate", a1);
-            let a2 = pick(self, ky);
-            let a2 = self.bind(&mut sw.rev, "delem", a2);
             let s3 = array_op(ArrayOp::Scanr, self.times(), vec![real(1.0), a1]);
             let s3 = self.bind(&mut sw.rev, "suffix", s3);
             let a3 = self.bind(
@@ -429,16 +450,20 @@ impl Deriver {
                 "after",
                 builtin(Builtin::Shift1L, vec![s3.clone()]),
             );
-            let (u, w) = (self.names.fresh("u"), self.names.fresh("w"));
-            let elem_adj = array_op(
-                ArrayOp::Map2,
-                lambda(
-                    vec![pvar(&u), pvar(&w)],
-                    mul(mul(var(&u), var(&w)), z.clone()),
-                ),
-                vec![a2, a3.clone()],
-            );
-            self.add(sw, a, a_ty, Adj::Val(elem_adj));
+            if elem_real {
+                let a2 = pick(self, ky);
+                let a2 = self.bind(&mut sw.rev, "delem", a2);
+                let (u, w) = (self.names.fresh("u"), self.names.fresh("w"));
+                let elem_adj = array_op(
+                    ArrayOp::Map2,
+                    lambda(
+                        vec![pvar(&u), pvar(&w)],
+                        mul(mul(var(&u), var(&w)), z.clone()),
+                    ),
+                    vec![a2, a3.clone()],
+                );
+                self.add(sw, a, a_ty, Adj::Val(elem_adj));
+            }
             self.add(sw, v, v_ty, Adj::Val(mul(index(s3, 0), z.clone())));
             for (j, (n, t)) in fv.iter().enumerate() {
                 let (c, g) = (self.names.fresh("c"), self.names.fresh("g"));
@@ -452,6 +477,13 @@ impl Deriver {
                 let total = crate::adjoint::sum(t, terms, &mut self.names);
                 let contribution = scale(t, z.clone(), total, &mut self.names);
                 self.add(sw, &var(n), t, Adj::Val(contribution));
+            }
+            if !grad.records.is_empty() {
+                // Step i's records weigh ∏_{j>i} ∂Sⱼ/∂Sⱼ₋₁ · z.
+                let c = self.names.fresh("c");
+                let weights = map1(&c, mul(var(&c), z.clone()), a3);
+                let weights = self.bind(&mut sw.rev, "weights", weights);
+                self.scatter_records(sw, &grad, &function, &ctx, &p, kx + 2, len, Some(&weights));
             }
             return Ok(());
         }
@@ -467,24 +499,49 @@ impl Deriver {
             vec![a0, a.clone()],
         );
         let x = self.bind(&mut sw.rev, "steps", zipped);
-        let (back, start) = self.reverse_step(&ctx, params, body, z, None)?;
-        let width = fv.len() + 2;
+        // Free arrays read at computed positions: their records are
+        // scattered once after the scan, not summed in its states.
+        let sparse: Vec<Name> = fv
+            .iter()
+            .filter(|(_, t)| matches!(t, Type::Array(..)))
+            .map(|(n, _)| n.clone())
+            .collect();
+        let (back, start, grad) = self.reverse_step(&ctx, params, body, z, None, &sparse)?;
+        let fv = Self::kept(fv.to_vec(), &grad.kept[..fv.len()]);
+        let width = fv.len() + 2 + 2 * grad.records.len();
         let cot = self.bind(
             &mut sw.rev,
             "dstates",
             array_op(ArrayOp::Scanr, back, vec![start, x]),
         );
         let first = self.bind(&mut sw.rev, "dfirst", index(cot.clone(), 0));
+        let steps = self.bind(&mut sw.rev, "dsteps", builtin(Builtin::Shift1R, vec![cot]));
         let t = self.names.fresh("t");
         let elem_adj = array_op(
             ArrayOp::Map,
-            lambda(vec![pvar(&t)], proj(var(&t), width - 1)),
-            vec![builtin(Builtin::Shift1R, vec![cot])],
+            lambda(
+                vec![pvar(&t)],
+                Self::component(var(&t), fv.len() + 1, width),
+            ),
+            vec![steps.clone()],
         );
         self.add(sw, a, a_ty, Adj::Val(elem_adj));
         self.add(sw, v, v_ty, Adj::Val(proj(first.clone(), 0)));
         for (j, (n, t)) in fv.iter().enumerate() {
             self.add(sw, &var(n), t, Adj::Val(proj(first.clone(), 1 + j)));
+        }
+        if !grad.records.is_empty() {
+            let function = lambda(params.iter().map(pvar).collect(), body.clone());
+            self.scatter_records(
+                sw,
+                &grad,
+                &function,
+                &ctx,
+                &steps,
+                fv.len() + 2,
+                width,
+                None,
+            );
         }
         Ok(())
     }

@@ -19,11 +19,10 @@
 //! `P = map2 (x, (y, ζ). ∇e·ζ) A (zip B Z)`, which is the vector–Jacobian
 //! product Figure 17 writes as `g ∗̂ ζ`, without forming the Jacobian.
 
-use crate::adjoint::{scale, zeros, Adj};
+use crate::adjoint::{scale, Adj};
 use crate::direct::{AdResult, Arg, Deriver, Sweep};
 use gradlift_lang::build::*;
 use gradlift_lang::syntax::*;
-use gradlift_lang::Prim;
 
 impl Deriver {
     pub(crate) fn map_backward(
@@ -59,8 +58,9 @@ impl Deriver {
         let mut layout = None;
         let mut differentiate = |this: &mut Self, seed: Adj| -> AdResult<Expr> {
             let g = this.gradient_with(&ctx, body, seed, &sparse)?;
-            layout = Some((g.kept, g.records, g.positions));
-            Ok(g.term)
+            let term = g.term.clone();
+            layout = Some(g);
+            Ok(term)
         };
 
         // P: the per-element gradients, seeded with 1 (scalar body) or ζ.
@@ -102,97 +102,21 @@ impl Deriver {
             )
         };
         let p = self.bind(&mut sw.rev, "partials", per_element);
-        let (kept, records, positions_of) = layout.expect("the body was differentiated");
-        let mut free = std::collections::HashSet::new();
-        let lam = lambda(params.iter().map(pvar).collect(), body.clone());
-        gradlift_lang::interp::free_vars(&lam, &mut gradlift_lang::scope::Scope::new(), &mut free);
-        let fv: Vec<(Name, Type)> = all_fv
-            .into_iter()
-            .zip(&kept)
-            .filter_map(|(v, &k)| k.then_some(v))
-            .collect();
-        let len = fv.len() + params.len() + 2 * records.len();
-
-        // The sparse cotangents: each record's positions and values over
-        // the elements, scattered into its array.
-        let first = fv.len() + params.len();
-        let mut scattered: Vec<(Name, Expr)> = Vec::new();
-        for (r, (a, elem)) in records.iter().enumerate() {
-            let g = self.names.fresh("g");
-            let at = Self::component(var(&g), first + 2 * r, len);
-            let positions = array_op(ArrayOp::Map, lambda(vec![pvar(&g)], at), vec![p.clone()]);
-            let g = self.names.fresh("g");
-            let value = Self::component(var(&g), first + 2 * r + 1, len);
-            let values = if scalar {
-                let zeta = self.names.fresh("zeta");
-                let scaled = scale(elem, var(&zeta), value, &mut self.names);
-                array_op(
-                    ArrayOp::Map2,
-                    lambda(vec![pvar(&g), pvar(&zeta)], scaled),
-                    vec![p.clone(), z.clone()],
-                )
-            } else {
-                array_op(ArrayOp::Map, lambda(vec![pvar(&g)], value), vec![p.clone()])
-            };
-            // A position that does not change from element to element (the
-            // index is a free variable of the function, or a constant) is
-            // one sparse entry of the sum of the values, which an
-            // enclosing operation scatters in turn.
-            let position = &positions_of[r];
-            let invariant = match &position.kind {
-                ExprKind::Int(_) => true,
-                ExprKind::Var(n) => free.contains(n),
-                _ => false,
-            };
-            if invariant {
-                let total = crate::adjoint::sum(elem, values, &mut self.names);
-                let total = self.bind(&mut sw.rev, "total", total);
-                let a_ty = ctx
-                    .iter()
-                    .find(|(n, _)| n == a)
-                    .expect("a free array")
-                    .1
-                    .clone();
-                self.add(
-                    sw,
-                    &var(a),
-                    &a_ty,
-                    Adj::Sparse(vec![(position.clone(), total)]),
-                );
-                continue;
-            }
-            let (positions, values) = (
-                self.bind(&mut sw.rev, "positions", positions),
-                self.bind(&mut sw.rev, "values", values),
-            );
-            match scattered.iter_mut().find(|(n, _)| n == a) {
-                Some((_, acc)) => {
-                    *acc = reduce_by_index(Prim::Add, acc.clone(), positions, values);
-                }
-                None => {
-                    let a_ty = ctx
-                        .iter()
-                        .find(|(n, _)| n == a)
-                        .expect("a free array")
-                        .1
-                        .clone();
-                    let base = zeros(&a_ty);
-                    scattered.push((
-                        a.clone(),
-                        reduce_by_index(Prim::Add, base, positions, values),
-                    ));
-                }
-            }
-        }
-        for (a, total) in scattered {
-            let a_ty = ctx
-                .iter()
-                .find(|(n, _)| *n == a)
-                .expect("a free array")
-                .1
-                .clone();
-            self.add(sw, &var(&a), &a_ty, Adj::Val(total));
-        }
+        let g = layout.expect("the body was differentiated");
+        let fv = Self::kept(all_fv, &g.kept);
+        let len = fv.len() + params.len() + 2 * g.records.len();
+        let weights = scalar.then_some(&z);
+        let function = lambda(params.iter().map(pvar).collect(), body.clone());
+        self.scatter_records(
+            sw,
+            &g,
+            &function,
+            &ctx,
+            &p,
+            fv.len() + params.len(),
+            len,
+            weights,
+        );
 
         // Cotangents of the arrays.
         for (i, ((a, at), et)) in args.iter().zip(&elem_types).enumerate() {

@@ -15,10 +15,11 @@ pub(crate) mod map;
 pub(crate) mod scan;
 
 use crate::adjoint::Adj;
-use crate::direct::{AdResult, Arg, Deriver, Sweep};
+use crate::direct::{AdResult, Arg, Deriver, Gradient, Sweep};
 use crate::rules::fold::Monoid;
 use gradlift_lang::build::*;
 use gradlift_lang::syntax::*;
+use gradlift_lang::Prim;
 
 impl Deriver {
     /// Dispatches the reverse of an array operation with cotangent `z`
@@ -100,6 +101,100 @@ impl Deriver {
             );
             let total = crate::adjoint::sum(t, parts, &mut self.names);
             self.add(sw, &var(n), t, Adj::Val(total));
+        }
+    }
+
+    /// The free variables whose cotangents a body's gradient kept
+    /// ([`Gradient::kept`]).
+    pub(crate) fn kept(fv: Vec<(Name, Type)>, kept: &[bool]) -> Vec<(Name, Type)> {
+        fv.into_iter()
+            .zip(kept)
+            .filter_map(|(v, &k)| k.then_some(v))
+            .collect()
+    }
+
+    /// The sparse cotangents of an operation that applies `function` once
+    /// per element of `per_element` (its gradients, tuples of `len`
+    /// components whose records start at `first`): each record's
+    /// positions and values over the elements (the values times
+    /// `weights`, an array of reals, if given) scattered into its array
+    /// by one `reduce_by_index`. A record whose position is the same for
+    /// every element (a free variable of `function`, or a constant) is
+    /// one sparse entry of the sum of its values instead, which an
+    /// enclosing operation scatters in turn.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn scatter_records(
+        &mut self,
+        sw: &mut Sweep,
+        g: &Gradient,
+        function: &Expr,
+        ctx: &[(Name, Type)],
+        per_element: &Expr,
+        first: usize,
+        len: usize,
+        weights: Option<&Expr>,
+    ) {
+        let mut free = std::collections::HashSet::new();
+        gradlift_lang::interp::free_vars(
+            function,
+            &mut gradlift_lang::scope::Scope::new(),
+            &mut free,
+        );
+        let type_of = |a: &Name| {
+            ctx.iter()
+                .find(|(n, _)| n == a)
+                .expect("a free array")
+                .1
+                .clone()
+        };
+        let mut scattered: Vec<(Name, Expr)> = Vec::new();
+        for (r, ((a, elem), position)) in g.records.iter().zip(&g.positions).enumerate() {
+            let component = |d: &mut Deriver, k: usize| {
+                let x = d.names.fresh("g");
+                (x.clone(), Self::component(var(&x), k, len))
+            };
+            let (x, at) = component(self, first + 2 * r);
+            let positions = map1(&x, at, per_element.clone());
+            let (x, value) = component(self, first + 2 * r + 1);
+            let values = match weights {
+                Some(w) => {
+                    let c = self.names.fresh("c");
+                    let scaled = crate::adjoint::scale(elem, var(&c), value, &mut self.names);
+                    array_op(
+                        ArrayOp::Map2,
+                        lambda(vec![pvar(&x), pvar(&c)], scaled),
+                        vec![per_element.clone(), w.clone()],
+                    )
+                }
+                None => map1(&x, value, per_element.clone()),
+            };
+            let invariant = match &position.kind {
+                ExprKind::Int(_) => true,
+                ExprKind::Var(n) => free.contains(n),
+                _ => false,
+            };
+            if invariant {
+                let total = crate::adjoint::sum(elem, values, &mut self.names);
+                let total = self.bind(&mut sw.rev, "total", total);
+                let sparse = Adj::Sparse(vec![(position.clone(), total)]);
+                self.add(sw, &var(a), &type_of(a), sparse);
+                continue;
+            }
+            let positions = self.bind(&mut sw.rev, "positions", positions);
+            let values = self.bind(&mut sw.rev, "values", values);
+            match scattered.iter_mut().find(|(n, _)| n == a) {
+                Some((_, acc)) => {
+                    *acc = reduce_by_index(Prim::Add, acc.clone(), positions, values);
+                }
+                None => {
+                    let base = crate::adjoint::zeros(&type_of(a));
+                    let total = reduce_by_index(Prim::Add, base, positions, values);
+                    scattered.push((a.clone(), total));
+                }
+            }
+        }
+        for (a, total) in scattered {
+            self.add(sw, &var(&a), &type_of(&a), Adj::Val(total));
         }
     }
 }

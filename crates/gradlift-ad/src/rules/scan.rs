@@ -81,8 +81,16 @@ impl Deriver {
         } else {
             index(z.clone(), 0)
         };
-        let (back, start) = self.reverse_step(&ctx, params, body, first, Some(v_ty))?;
-        let width = fv.len() + 2;
+        // Free arrays read at computed positions: scattered once after.
+        let sparse: Vec<Name> = fv
+            .iter()
+            .filter(|(_, t)| matches!(t, Type::Array(..)))
+            .map(|(n, _)| n.clone())
+            .collect();
+        let (back, start, grad) =
+            self.reverse_step(&ctx, params, body, first, Some(v_ty), &sparse)?;
+        let fv = Self::kept(fv, &grad.kept[..ctx.len() - 2]);
+        let width = fv.len() + 2 + 2 * grad.records.len();
         let scan = if left { ArrayOp::Scanr } else { ArrayOp::Scanl };
         let cot = self.bind(
             &mut sw.rev,
@@ -94,16 +102,33 @@ impl Deriver {
             "dfirst",
             index(cot.clone(), if left { 0 } else { -1 }),
         );
+        let steps = self.bind(&mut sw.rev, "dsteps", builtin(shift, vec![cot]));
         let t = self.names.fresh("t");
         let elem_adj = array_op(
             ArrayOp::Map,
-            lambda(vec![pvar(&t)], proj(var(&t), width - 1)),
-            vec![builtin(shift, vec![cot])],
+            lambda(
+                vec![pvar(&t)],
+                Self::component(var(&t), fv.len() + 1, width),
+            ),
+            vec![steps.clone()],
         );
         self.add(sw, a, a_ty, Adj::Val(elem_adj));
         self.add(sw, v, v_ty, Adj::Val(proj(last.clone(), 0)));
         for (j, (n, t)) in fv.iter().enumerate() {
             self.add(sw, &var(n), t, Adj::Val(proj(last.clone(), 1 + j)));
+        }
+        if !grad.records.is_empty() {
+            let function = lambda(params.iter().map(pvar).collect(), body.clone());
+            self.scatter_records(
+                sw,
+                &grad,
+                &function,
+                &ctx,
+                &steps,
+                fv.len() + 2,
+                width,
+                None,
+            );
         }
         Ok(())
     }
