@@ -71,12 +71,12 @@ fn compile_module(source: &ModuleSource, jit: &Jit) -> Result<Module, String> {
     let mut entries = HashMap::new();
     for &(name, derive) in source.functions {
         let (function, code) = match derive {
-            Derive::Value(f) => {
+            Derive::Value(f) | Derive::Repeated { function: f, .. } => {
                 let function = program.function(f).map_err(|e| e.to_string())?;
                 let compiled = function.compile(jit).map_err(|e| e.to_string())?;
                 (function, Code::Function(compiled))
             }
-            Derive::Gradient { function: f, wrt } => {
+            Derive::Gradient { function: f, wrt } | Derive::NamedGradient { function: f, wrt } => {
                 let function = program.function(f).map_err(|e| e.to_string())?;
                 let gradient = function
                     .gradient(
@@ -330,8 +330,9 @@ impl Call {
         let mut lengths: Vec<(Name, usize)> = Vec::new();
         for ((p, t), v) in entry.sig.params.iter().zip(&values) {
             if t.is_some() {
+                // The native layout: an integer's slot holds its bits.
                 let mut xs = Vec::new();
-                v.flatten(&mut xs);
+                v.slots(&mut xs);
                 lengths.push((p.clone(), xs.len()));
                 inputs.push(xs);
             }
@@ -397,6 +398,34 @@ impl Call {
             (Derive::Value(_), _) => shape_json(&entry.sig.ret, &self.sizes, &mut self.out.iter()),
             (Derive::Gradient { wrt: [wrt], .. }, _) => {
                 shape_json(&param_type(wrt), &self.sizes, &mut self.out[1..].iter())
+            }
+            (Derive::Repeated { names, .. }, _) => {
+                let whole = shape_json(&entry.sig.ret, &self.sizes, &mut self.out.iter());
+                let Json::Array(components) = whole else {
+                    unreachable!("the definition returns a tuple of arrays")
+                };
+                let mut members = Map::new();
+                for ((key, first), component) in names.iter().zip(components) {
+                    let Json::Array(elements) = component else {
+                        unreachable!("each component is an array")
+                    };
+                    let repeated = elements.len();
+                    let element = elements.into_iter().next().unwrap_or(Json::Null);
+                    let mut inner = Map::new();
+                    inner.insert(first.to_string(), element);
+                    inner.insert("repeated".to_string(), Json::from(repeated));
+                    members.insert(key.to_string(), Json::Object(inner));
+                }
+                Json::Object(members)
+            }
+            (Derive::NamedGradient { wrt, .. }, _) => {
+                let mut out = self.out[1..].iter();
+                let mut members = Map::new();
+                for w in wrt {
+                    let shaped = shape_json(&param_type(w), &self.sizes, &mut out);
+                    members.insert(w.to_string(), shaped);
+                }
+                Json::Object(members)
             }
             (Derive::Gradient { .. }, _) => Json::Array(
                 self.out[1..]

@@ -104,7 +104,7 @@ fn a_scripted_session_answers_every_message_in_order() {
         json!({"id": 2, "kind": "evaluate", "module": "hello", "function": "square", "input": 3.0}),
         json!({"id": 3, "kind": "evaluate", "module": "hello", "function": "double", "input": 9.0}),
         json!({"id": 4, "kind": "analysis", "of": 3, "valid": true}),
-        json!({"id": 5, "kind": "define", "module": "gmm"}),
+        json!({"id": 5, "kind": "define", "module": "saddle"}),
         json!({"id": 6, "kind": "evaluate", "module": "lse", "function": "primal", "input": {"x": [1]}}),
         json!({"id": 7, "kind": "evaluate", "module": "hello", "function": "cube", "input": 2}),
         json!({"id": 8, "kind": "evaluate", "module": "hello", "function": "square", "input": [1, 2]}),
@@ -144,7 +144,7 @@ fn a_scripted_session_answers_every_message_in_order() {
             "`{error}` should mention `{needle}`"
         );
     };
-    failed(5, "no module `gmm`");
+    failed(5, "no module `saddle`");
     failed(6, "`lse` is not defined");
     failed(7, "no function `cube`");
     failed(8, "x");
@@ -444,4 +444,173 @@ fn lstm_matches_the_formula_and_its_jacobian_finite_differences() {
         "{}",
         answers[1]
     );
+}
+
+extern "C" {
+    fn lgamma(x: f64) -> f64;
+}
+
+/// GradBench's gmm log-posterior, directly (as its JAX tool writes it).
+#[allow(clippy::too_many_arguments)]
+fn gmm(
+    d: usize,
+    n: usize,
+    x: &[Vec<f64>],
+    m: usize,
+    gamma: f64,
+    alpha: &[f64],
+    mu: &[Vec<f64>],
+    q: &[Vec<f64>],
+    l: &[Vec<f64>],
+) -> f64 {
+    let k = alpha.len();
+    let lse = |v: &[f64]| {
+        let a = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        a + v.iter().map(|x| (x - a).exp()).sum::<f64>().ln()
+    };
+    let mut fit = 0.0;
+    for xi in x {
+        let inner: Vec<f64> = (0..k)
+            .map(|j| {
+                let c: Vec<f64> = (0..d).map(|r| xi[r] - mu[j][r]).collect();
+                let mut sq = 0.0;
+                for r in 0..d {
+                    let mut v = q[j][r].exp() * c[r];
+                    for col in 0..r {
+                        v += l[j][col * (2 * d - col - 1) / 2 + r - col - 1] * c[col];
+                    }
+                    sq += v * v;
+                }
+                alpha[j] + q[j].iter().sum::<f64>() - 0.5 * sq
+            })
+            .collect();
+        fit += lse(&inner);
+    }
+    let dof = (d + m + 1) as f64;
+    let wishart: f64 = (0..k)
+        .map(|j| {
+            let diag: f64 = q[j].iter().map(|v| (2.0 * v).exp()).sum();
+            let low: f64 = l[j].iter().map(|v| v * v).sum();
+            0.5 * gamma * gamma * (diag + low) - m as f64 * q[j].iter().sum::<f64>()
+        })
+        .sum();
+    let mgl = (d * (d - 1)) as f64 / 4.0 * std::f64::consts::PI.ln()
+        + (1..=d)
+            .map(|j| unsafe { lgamma(0.5 * dof + (1.0 - j as f64) / 2.0) })
+            .sum::<f64>();
+    let c = dof * d as f64 * (gamma / 2f64.sqrt()).ln();
+    -0.5 * (n * d) as f64 * (2.0 * std::f64::consts::PI).ln() + fit - n as f64 * lse(alpha)
+        + k as f64 * (c - mgl)
+        - wishart
+}
+
+#[test]
+fn gmm_matches_the_formula_and_its_jacobian_finite_differences() {
+    for (d, k, n, m, seed) in [(2, 2, 3, 0, 40), (3, 4, 5, 2, 41), (1, 2, 2, 1, 42)] {
+        let rows = |r: usize, w: usize, s: u64| -> Vec<Vec<f64>> {
+            (0..r)
+                .map(|i| {
+                    sample(w, s + 7 * i as u64)
+                        .iter()
+                        .map(|v| 2.0 * v - 1.0)
+                        .collect()
+                })
+                .collect()
+        };
+        let t = d * (d - 1) / 2;
+        let (x, mu, q, l) = (
+            rows(n, d, seed),
+            rows(k, d, seed + 1),
+            rows(k, d, seed + 2),
+            rows(k, t, seed + 3),
+        );
+        let alpha: Vec<f64> = sample(k, seed + 4);
+        let gamma = 1.25;
+        let input = json!({"d": d, "k": k, "n": n, "x": x, "m": m, "gamma": gamma,
+            "alpha": alpha, "mu": mu, "q": q, "l": l});
+        let out = outputs("gmm", &[("objective", input.clone()), ("jacobian", input)]);
+        let want = gmm(d, n, &x, m, gamma, &alpha, &mu, &q, &l);
+        assert!(
+            (reals(&out[0])[0] - want).abs() <= 1e-10 * (1.0 + want.abs()),
+            "{} against {want}",
+            out[0]
+        );
+        // The jacobian: an object of the four, each shaped as its input.
+        let h = 1e-6;
+        let fd = |which: usize, r: usize, c: usize| {
+            let at = |delta: f64| {
+                let (mut a, mut mu, mut q, mut l) =
+                    (alpha.clone(), mu.clone(), q.clone(), l.clone());
+                match which {
+                    0 => a[r] += delta,
+                    1 => mu[r][c] += delta,
+                    2 => q[r][c] += delta,
+                    _ => l[r][c] += delta,
+                }
+                gmm(d, n, &x, m, gamma, &a, &mu, &q, &l)
+            };
+            (at(h) - at(-h)) / (2.0 * h)
+        };
+        for (which, key, width) in [(0, "alpha", 0), (1, "mu", d), (2, "q", d), (3, "l", t)] {
+            let got = &out[1][key];
+            for r in 0..k {
+                for c in 0..width.max(1) {
+                    let g = if which == 0 {
+                        got[r].as_f64()
+                    } else if width == 0 {
+                        None
+                    } else {
+                        got[r][c].as_f64()
+                    };
+                    let Some(g) = g else {
+                        assert_eq!(width, 0, "{key}: {got}");
+                        continue;
+                    };
+                    let f = fd(which, r, c);
+                    assert!(
+                        (g - f).abs() <= 1e-5 * (1.0 + f.abs()),
+                        "d={d} k={k}: {key}[{r}][{c}] = {g} against {f}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn ba_objective_repeats_the_first_residual_of_each_kind() {
+    let cam = [0.1, -0.2, 0.3, 1.0, 2.0, 3.0, 500.0, 0.5, -0.5, 0.01, 0.001];
+    let (x, w, feat) = ([4.0, 5.0, 6.0], 0.9, [300.0, 200.0]);
+    let out = outputs(
+        "ba",
+        &[(
+            "objective",
+            json!({"n": 2, "m": 3, "p": 5, "cam": cam, "x": x, "w": w, "feat": feat}),
+        )],
+    );
+    // The projection, directly (ADBench's: Rodrigues, then radial distortion).
+    let c: Vec<f64> = (0..3).map(|i| x[i] - cam[3 + i]).collect();
+    let rot = &cam[..3];
+    let theta = rot.iter().map(|r| r * r).sum::<f64>().sqrt();
+    let wv: Vec<f64> = rot.iter().map(|r| r / theta).collect();
+    let cross = [
+        wv[1] * c[2] - wv[2] * c[1],
+        wv[2] * c[0] - wv[0] * c[2],
+        wv[0] * c[1] - wv[1] * c[0],
+    ];
+    let dot: f64 = (0..3).map(|i| wv[i] * c[i]).sum();
+    let xc: Vec<f64> = (0..3)
+        .map(|i| c[i] * theta.cos() + cross[i] * theta.sin() + wv[i] * dot * (1.0 - theta.cos()))
+        .collect();
+    let (u, v) = (xc[0] / xc[2], xc[1] / xc[2]);
+    let rsq = u * u + v * v;
+    let dist = 1.0 + cam[9] * rsq + cam[10] * rsq * rsq;
+    let want = [
+        w * (u * dist * cam[6] + cam[7] - feat[0]),
+        w * (v * dist * cam[6] + cam[8] - feat[1]),
+    ];
+    assert_close(&out[0]["reproj_error"]["elements"], &want);
+    assert_eq!(out[0]["reproj_error"]["repeated"], json!(5));
+    assert_close(&out[0]["w_err"]["element"], &[1.0 - w * w]);
+    assert_eq!(out[0]["w_err"]["repeated"], json!(5));
 }

@@ -16,6 +16,25 @@ pub enum Derive {
         /// The parameters.
         wrt: &'static [&'static str],
     },
+    /// The gradient with respect to some parameters (in the order of the
+    /// definition's parameters), sent as an object from each parameter's
+    /// name to its gradient, shaped as the parameter.
+    NamedGradient {
+        /// The definition.
+        function: &'static str,
+        /// The parameters.
+        wrt: &'static [&'static str],
+    },
+    /// The value of a definition returning a tuple of arrays whose
+    /// elements are all alike (the data repeated), sent as an object: for
+    /// component i, `names[i].0` maps to an object holding the first
+    /// element under `names[i].1` and the length under `"repeated"`.
+    Repeated {
+        /// The definition.
+        function: &'static str,
+        /// For each component, its key and the key of its first element.
+        names: &'static [(&'static str, &'static str)],
+    },
     /// The Newton direction J ⊘ H for one parameter, where J is the
     /// gradient and H the Hessian times a vector of ones (the diagonal of a
     /// diagonal Hessian), by forward over reverse mode.
@@ -132,6 +151,33 @@ pub const MODULES: &[ModuleSource] = &[
             ),
         ],
         paired: &["main_params", "state"],
+    },
+    ModuleSource {
+        name: "gmm",
+        text: include_str!("../../gradbench/gmm.grad"),
+        functions: &[
+            ("objective", Derive::Value("objective")),
+            (
+                "jacobian",
+                Derive::NamedGradient {
+                    function: "objective",
+                    wrt: &["alpha", "mu", "q", "l"],
+                },
+            ),
+        ],
+        paired: &[],
+    },
+    ModuleSource {
+        name: "ba",
+        text: include_str!("../../gradbench/ba.grad"),
+        functions: &[(
+            "objective",
+            Derive::Repeated {
+                function: "residuals",
+                names: &[("reproj_error", "elements"), ("w_err", "element")],
+            },
+        )],
+        paired: &[],
     },
 ];
 
