@@ -167,8 +167,8 @@ enum Command {
     /// Serve the GradBench protocol on stdin and stdout.
     ///
     /// Reads one JSON message per line and answers each in order on
-    /// stdout: modules hello, lse, llsq, ode, kmeans, lstm, gmm and ba (its
-    /// objective), written in the
+    /// stdout: modules hello, lse, llsq, ode, kmeans, lstm, gmm, det and ba
+    /// (its objective), written in the
     /// gradlift language (crates/gradlift-cli/gradbench/) and compiled to
     /// native code when defined. See docs/gradbench.md.
     #[command(

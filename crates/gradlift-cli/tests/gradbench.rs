@@ -614,3 +614,46 @@ fn ba_objective_repeats_the_first_residual_of_each_kind() {
     assert_close(&out[0]["w_err"]["element"], &[1.0 - w * w]);
     assert_eq!(out[0]["w_err"]["repeated"], json!(5));
 }
+
+/// The determinant by expansion along the first row.
+fn det(a: &[f64], l: usize) -> f64 {
+    if l == 1 {
+        return a[0];
+    }
+    (0..l)
+        .map(|c| {
+            let minor: Vec<f64> = (1..l)
+                .flat_map(|r| (0..l).filter(move |&j| j != c).map(move |j| a[r * l + j]))
+                .collect();
+            let sign = if c % 2 == 0 { 1.0 } else { -1.0 };
+            sign * a[c] * det(&minor, l - 1)
+        })
+        .sum()
+}
+
+#[test]
+fn det_matches_expansion_by_minors_and_its_gradient_finite_differences() {
+    for (l, seed) in [(1, 50), (2, 51), (3, 52), (5, 53)] {
+        let mut a: Vec<f64> = sample(l * l, seed).iter().map(|v| 2.0 * v - 1.0).collect();
+        if l == 3 {
+            a[0] = 0.0; // the first pivot must be searched for
+        }
+        let input = json!({"A": a, "ell": l});
+        let out = outputs("det", &[("primal", input.clone()), ("gradient", input)]);
+        assert_close(&out[0], &[det(&a, l)]);
+        let got = reals(&out[1]);
+        for (k, g) in got.iter().enumerate() {
+            let h = 1e-6;
+            let at = |d: f64| {
+                let mut b = a.clone();
+                b[k] += d;
+                det(&b, l)
+            };
+            let fd = (at(h) - at(-h)) / (2.0 * h);
+            assert!(
+                (g - fd).abs() <= 1e-6 * (1.0 + fd.abs()),
+                "l={l}: entry {k}: {g} against {fd}"
+            );
+        }
+    }
+}

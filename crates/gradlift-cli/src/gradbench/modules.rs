@@ -168,6 +168,21 @@ pub const MODULES: &[ModuleSource] = &[
         paired: &[],
     },
     ModuleSource {
+        name: "det",
+        text: include_str!("../../gradbench/det.grad"),
+        functions: &[
+            ("primal", Derive::Value("primal")),
+            (
+                "gradient",
+                Derive::Gradient {
+                    function: "primal",
+                    wrt: &["A"],
+                },
+            ),
+        ],
+        paired: &[],
+    },
+    ModuleSource {
         name: "ba",
         text: include_str!("../../gradbench/ba.grad"),
         functions: &[(

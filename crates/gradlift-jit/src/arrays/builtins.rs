@@ -119,10 +119,11 @@ impl Translator<'_, '_> {
     }
 
     /// `gather(A, I)`: a loop over `I`, each element of `A` it names
-    /// copied after its bounds check.
+    /// copied after its bounds check. Indices a fused map computes are
+    /// computed in the loop.
     fn gather(&mut self, args: &[Expr]) -> Result<Values, JitError> {
         let a = self.array(&args[0])?;
-        let idx = self.array(&args[1])?;
+        let idx = self.elements(&args[1])?;
         let Type::Array(elem, _) = self.type_of(&args[0])? else {
             return Err(JitError::Internal("gather of a non-array".into()));
         };
@@ -130,12 +131,13 @@ impl Translator<'_, '_> {
             return Err(JitError::Internal("gather with non-array indices".into()));
         };
         let counted = self.counts().array(&m, &elem);
-        let (ptr, stride) = self.alloc_array(idx.len, &a.elem, counted)?;
+        let len = idx.len();
+        let (ptr, stride) = self.alloc_array(len, &a.elem, counted)?;
         let from_stride = unchecked_bytes(self.b, &a.elem);
-        let eight = self.iconst(8);
-        self.for_range(idx.len, &mut |t, j| {
-            let at = t.element_addr(idx.ptr, j, eight);
-            let i = t.b.ins().load(types::I64, mem(), at, 0);
+        self.for_range(len, &mut |t, j| {
+            let Values::Int(i) = t.element(&idx, j)? else {
+                return Err(JitError::Internal("an index that is not an integer".into()));
+            };
             let p = t.checked_position(a.len, i);
             let from = t.element_addr(a.ptr, p, from_stride);
             let v = load(t.b, from, &a.elem);
@@ -144,86 +146,121 @@ impl Translator<'_, '_> {
         })?;
         Ok(Values::Array(ArrayVal {
             ptr,
-            len: idx.len,
+            len,
             elem: a.elem,
         }))
     }
 
-    /// `reduce_by_index(D, op, I, V)`: the bins start as a copy of `D` in
-    /// new workspace memory, and each value is combined into its bin there,
-    /// in place, in the order of the indices.
+    /// The elements of `e` as a loop reads them: computed in the loop when
+    /// a fused map computes them and cannot fail (so no error changes
+    /// place), else stored.
+    fn elements<'e>(&mut self, e: &'e Expr) -> Result<Source<'e>, JitError> {
+        if crate::arrays::fused_elements_cannot_fail(e) {
+            return self.source(e);
+        }
+        let a = self.array(e)?;
+        let stride = unchecked_bytes(self.b, &a.elem);
+        Ok(Source::Array(a, stride))
+    }
+
+    /// `reduce_by_index(D, op, I, V)`: the bins are new workspace memory,
+    /// filled from `D` (a `replicate` written in place fills them without
+    /// being stored itself), and each value is combined into its bin
+    /// there, in place, in the order of the indices. Indices and values a
+    /// fused map computes are computed in the loop.
     fn reduce_by_index(
         &mut self,
         op: gradlift_lang::Prim,
         args: &[Expr],
     ) -> Result<Values, JitError> {
-        let dest = self.array(&args[0])?;
-        let idx = self.array(&args[1])?;
-        let vals = self.array(&args[2])?;
-        let same = self.b.ins().icmp(IntCC::Equal, idx.len, vals.len);
-        self.check(same, Status::LengthMismatch, vals.len);
-        self.check_same_shape(&dest.elem, &vals.elem, Status::ShapeMismatch)?;
         let ty = self.type_of(&args[0])?;
         let counted = self.counts().bytes(&ty);
-        let (ptr, stride) = self.alloc_array(dest.len, &dest.elem, counted)?;
-        let bytes = self.b.ins().imul(dest.len, stride);
-        self.copy(ptr, dest.ptr, bytes)?;
-        let vstride = unchecked_bytes(self.b, &vals.elem);
-        let shape = dest.elem.clone();
-        let eight = self.iconst(8);
-        self.for_range(idx.len, &mut |t, j| {
-            let at = t.element_addr(idx.ptr, j, eight);
-            let i = t.b.ins().load(types::I64, mem(), at, 0);
-            let p = t.checked_position(dest.len, i);
+        let (ptr, len, shape, stride) = match &args[0].kind {
+            ExprKind::Builtin(Builtin::Replicate, rep) => {
+                let n = self.count(&rep[0])?;
+                let v = self.lower(&rep[1])?;
+                let Some(shape) = v.shape() else {
+                    return unsupported("bins of conditions");
+                };
+                let (ptr, stride) = self.alloc_array(n, &shape, counted)?;
+                self.for_range(n, &mut |t, i| {
+                    let at = t.element_addr(ptr, i, stride);
+                    t.store(at, &v, &shape)
+                })?;
+                (ptr, n, shape, stride)
+            }
+            _ => {
+                let dest = self.array(&args[0])?;
+                let (ptr, stride) = self.alloc_array(dest.len, &dest.elem, counted)?;
+                let bytes = self.b.ins().imul(dest.len, stride);
+                self.copy(ptr, dest.ptr, bytes)?;
+                (ptr, dest.len, dest.elem, stride)
+            }
+        };
+        let idx = self.elements(&args[1])?;
+        let vals = self.elements(&args[2])?;
+        let m = idx.len();
+        let same = self.b.ins().icmp(IntCC::Equal, m, vals.len());
+        self.check(same, Status::LengthMismatch, m);
+        self.for_range(m, &mut |t, j| {
+            let Values::Int(i) = t.element(&idx, j)? else {
+                return Err(JitError::Internal("an index that is not an integer".into()));
+            };
+            let v = t.element(&vals, j)?;
+            let p = t.checked_position(len, i);
             let bin = t.element_addr(ptr, p, stride);
-            let from = t.element_addr(vals.ptr, j, vstride);
-            t.combine_into(op, bin, from, &shape)
+            t.combine_into(op, bin, &v, &shape)
         })?;
         Ok(Values::Array(ArrayVal {
             ptr,
-            len: dest.len,
-            elem: dest.elem,
+            len,
+            elem: shape,
         }))
     }
 
-    /// `*bin = *bin op *from` for every real of an element of `shape`.
+    /// `*bin = *bin op v` for every real of an element of `shape` (the
+    /// lengths of `v`'s arrays checked against it).
     fn combine_into(
         &mut self,
         op: gradlift_lang::Prim,
         bin: Value,
-        from: Value,
+        v: &Values,
         shape: &Shape,
     ) -> Result<(), JitError> {
-        match shape {
-            Shape::Real => {
+        match (v, shape) {
+            (Values::Real(y), Shape::Real) => {
                 let x = self.b.ins().load(types::F64, mem(), bin, 0);
-                let y = self.b.ins().load(types::F64, mem(), from, 0);
                 let calls = &self.calls;
                 let lookup = |q: gradlift_lang::Prim| calls[&q];
-                let r = crate::prims::lower_prim(self.b, &lookup, self.exp_table, op, &[x, y]);
+                let r = crate::prims::lower_prim(self.b, &lookup, self.exp_table, op, &[x, *y]);
                 self.b.ins().store(mem(), r, bin, 0);
                 Ok(())
             }
-            Shape::Int => Err(JitError::Internal("reduce_by_index of integers".into())),
-            Shape::Tuple(ss) => {
-                let (mut b, mut f) = (bin, from);
-                for s in ss {
-                    self.combine_into(op, b, f, s)?;
+            (Values::Tuple(vs), Shape::Tuple(ss)) if vs.len() == ss.len() => {
+                let mut b = bin;
+                for (v, s) in vs.iter().zip(ss) {
+                    self.combine_into(op, b, v, s)?;
                     let k = unchecked_bytes(self.b, s);
                     b = self.b.ins().iadd(b, k);
-                    f = self.b.ins().iadd(f, k);
                 }
                 Ok(())
             }
-            Shape::Array(len, elem) => {
+            (Values::Array(a), Shape::Array(len, elem)) => {
+                let own = Shape::Array(a.len, Box::new(a.elem.clone()));
+                self.check_same_shape(&own, shape, Status::ShapeMismatch)?;
                 let stride = unchecked_bytes(self.b, elem);
                 let elem = (**elem).clone();
+                let a = a.clone();
                 self.for_range(*len, &mut |t, i| {
                     let b = t.element_addr(bin, i, stride);
-                    let f = t.element_addr(from, i, stride);
-                    t.combine_into(op, b, f, &elem)
+                    let from = t.element_addr(a.ptr, i, stride);
+                    let v = load(t.b, from, &elem);
+                    t.combine_into(op, b, &v, &elem)
                 })
             }
+            _ => Err(JitError::Internal(
+                "reduce_by_index of another layout".into(),
+            )),
         }
     }
 
