@@ -164,3 +164,104 @@ fn the_written_forms_print_and_parse_back() {
         assert!(Program::parse("t.grad", &printed).is_ok(), "{printed}");
     }
 }
+
+fn matrix(rows: &[&[f64]]) -> Value {
+    Value::array(rows.iter().map(|r| Value::reals(r)).collect())
+}
+
+#[test]
+fn transpose_of_a_matrix() {
+    let text = "def f(m: [[R; c]; r], w: [R; r]) -> R =
+  let t = transpose(m) in
+  sum(map (col. sum(map2 (*) col w) * col[0]) t) + sum(map (row. row[1]) (transpose(t)))";
+    let m = matrix(&[&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]]);
+    let w = Value::reals(&[0.5, -1.0]);
+    // Columns (1, 4), (2, 5), (3, 6): Σ (0.5a − b)·a, then Σ m[i][1].
+    let want = (0.5 - 4.0) * 1.0 + (1.0 - 5.0) * 2.0 + (1.5 - 6.0) * 3.0 + 2.0 + 5.0;
+    assert_eq!(value(text, &[m.clone(), w.clone()]), want);
+    everywhere(text, &[m, w]);
+    // A matrix of tuples, and a matrix of no rows: its c columns are empty.
+    let text = "def g(m: [[(R, R); c]; r]) -> ([[(R, R); r]; c], R) =
+  let t = transpose(m) in (t, sum(map (col. sum(map (p. p.0 * p.1) col)) t))";
+    let program = Program::parse("t.grad", text).unwrap();
+    let f = program.last_function().unwrap();
+    let native = f.compile(&Jit::new().unwrap()).unwrap();
+    let pair = |a: f64, b: f64| Value::tuple(vec![Value::Real(a), Value::Real(b)]);
+    let m = Value::array(vec![
+        Value::array(vec![pair(1.0, 2.0), pair(3.0, 4.0)]),
+        Value::array(vec![pair(5.0, 6.0), pair(7.0, 8.0)]),
+        Value::array(vec![pair(9.0, 1.0), pair(2.0, 3.0)]),
+    ]);
+    let got = f.eval(std::slice::from_ref(&m)).unwrap();
+    assert!(got.same(&native.call(&[m]).unwrap()));
+    let Value::Tuple(parts) = &got else { panic!() };
+    let Value::Array(cols) = &parts[0] else {
+        panic!()
+    };
+    assert_eq!(cols.len(), 2);
+    assert!(cols[1].same(&Value::array(vec![
+        pair(3.0, 4.0),
+        pair(7.0, 8.0),
+        pair(2.0, 3.0)
+    ])));
+    let text = "def h(m: [[R; 3]; r]) -> [[R; r]; 3] = transpose(m)";
+    let program = Program::parse("t.grad", text).unwrap();
+    let f = program.last_function().unwrap();
+    let native_empty = f.compile(&Jit::new().unwrap()).unwrap();
+    let args = [Value::array(vec![])];
+    let want = Value::array(vec![Value::array(vec![]); 3]);
+    assert!(f.eval(&args).unwrap().same(&want));
+    assert!(native_empty.call(&args).unwrap().same(&want));
+}
+
+#[test]
+fn unzip_of_pairs_and_triples() {
+    let text = "def f(ps: [(R, R, R); n]) -> R =
+  let (a, b, c) = unzip(ps) in sum(map2 (*) a b) + sum(map (x. x * x) c)";
+    let triple =
+        |a: f64, b: f64, c: f64| Value::tuple(vec![Value::Real(a), Value::Real(b), Value::Real(c)]);
+    let ps = Value::array(vec![triple(1.0, 2.0, 3.0), triple(4.0, 5.0, 6.0)]);
+    assert_eq!(
+        value(text, std::slice::from_ref(&ps)),
+        2.0 + 20.0 + 9.0 + 36.0
+    );
+    everywhere(text, &[ps]);
+    // Of an empty array: empty arrays of the components.
+    let text = "def g(ps: [(R, R); n]) -> ([R; n], [R; n]) = unzip(ps)";
+    let program = Program::parse("t.grad", text).unwrap();
+    let f = program.last_function().unwrap();
+    let empty = [Value::array(vec![])];
+    let want = Value::tuple(vec![Value::array(vec![]), Value::array(vec![])]);
+    assert!(f.eval(&empty).unwrap().same(&want));
+    assert!(f
+        .compile(&Jit::new().unwrap())
+        .unwrap()
+        .call(&empty)
+        .unwrap()
+        .same(&want));
+    // A definition named `unzip` is the program's own.
+    let text = "def unzip(x: R) -> R = 2 * x
+def g(y: R) -> R = unzip(y)";
+    assert_eq!(value(text, &[Value::Real(1.5)]), 3.0);
+    // Errors say what unzip and transpose take.
+    for (text, says) in [
+        (
+            "def f(a: [R; n]) -> R = unzip(a)",
+            "`unzip` takes an array of tuples",
+        ),
+        (
+            "def f(a: [R; n]) -> [R; n] = transpose(a)",
+            "`transpose` takes a matrix",
+        ),
+    ] {
+        let err = gradlift::lang::check_source("t.grad", text).expect_err("refused");
+        assert!(err.to_string().contains(says), "{text}: {err}");
+    }
+    // Both print and read back.
+    let text = "def f(m: [[R; c]; r], ps: [(R, R); k]) -> R =
+  let (a, b) = unzip(ps) in sum(a) * sum(b) + sum(map (row. sum(row)) (transpose(m)))";
+    let checked = gradlift::lang::check_source("t.grad", text).unwrap();
+    let printed = checked.module.to_string();
+    let again = gradlift::lang::check_source("t.grad", &printed).unwrap();
+    assert!(again.module.same(&checked.module), "{printed}");
+}

@@ -41,6 +41,22 @@ fn gradient(text: &str, args: &[Value]) -> (f64, Vec<Value>) {
     interpreted
 }
 
+/// How the gradient cost of `text`'s last function grows when every size
+/// doubles from 10,000 (2 for linear growth).
+fn doubling_ratio(text: &str) -> f64 {
+    use gradlift::ad::cost::gradient_cost;
+    let program = Program::parse("t.grad", text).unwrap();
+    let f = program.last_function().unwrap();
+    let closed = f.closed();
+    let g = f.gradient(None, Default::default()).unwrap();
+    let cost = gradient_cost(&closed.context(), &closed.size_vars, g.term()).unwrap();
+    let at = |n: f64| -> f64 {
+        let sizes = closed.size_vars.iter().map(|v| (v.clone(), n)).collect();
+        cost.eval(&sizes).iter().sum()
+    };
+    at(2e4) / at(1e4)
+}
+
 const W: [f64; 5] = [0.5, -1.2, 2.0, 0.3, 1.7];
 
 #[test]
@@ -353,7 +369,6 @@ fn ill_typed_indexing_is_refused_with_a_message() {
 
 #[test]
 fn folds_reading_by_index_are_exact_and_linear_with_any_checkpointing() {
-    use gradlift::ad::cost::gradient_cost;
     let scalar = "def r(w: [R; n], idx: [Z; m]) -> R =
   FOLD (acc, i. acc * 0.9 + w[idx[i]] * w[idx[i]] + w[i % 2]) 0.0 (iota(m))";
     let pair = "def s(w: [R; n], idx: [Z; m]) -> R =
@@ -371,19 +386,7 @@ fn folds_reading_by_index_are_exact_and_linear_with_any_checkpointing() {
             if fold != "foldl" {
                 continue;
             }
-            let program = Program::parse("t.grad", &text).unwrap();
-            let f = program.last_function().unwrap();
-            let closed = f.closed();
-            let g = f.gradient(None, Default::default()).unwrap();
-            let cost = gradient_cost(&closed.context(), &closed.size_vars, g.term()).unwrap();
-            let at = |n: f64| -> f64 {
-                let sizes = [("n", n), ("m", n)]
-                    .into_iter()
-                    .map(|(k, v)| (gradlift::Name::from(k), v))
-                    .collect();
-                cost.eval(&sizes).iter().sum()
-            };
-            let ratio = at(2e4) / at(1e4);
+            let ratio = doubling_ratio(&text);
             assert!((ratio - 2.0).abs() < 0.01, "{text}: {ratio}");
         }
     }
@@ -403,4 +406,42 @@ fn scans_reading_by_index_are_exact() {
         );
         everywhere(&text, &[reals(&W), ints(&[2, 0, 2, -1, 1, 4, 3])]);
     }
+}
+
+#[test]
+fn reads_inside_a_branch_stay_linear_and_exact() {
+    let text = "def f(w: [R; n], idx: [Z; m], x: [R; m]) -> R =
+  reduce (+) 0 (map (i. if x[i] > 0 then w[idx[i]] * x[i] else w[idx[m - 1 - i]] + w[idx[0]] * x[i]) (iota(m)))";
+    let args = [
+        reals(&W),
+        ints(&[2, 0, 2, -1, 1, 4]),
+        reals(&[1.5, -0.5, 2.0, -1.0, 0.25, 3.0]),
+    ];
+    everywhere(text, &args);
+    let ratio = doubling_ratio(text);
+    assert!((ratio - 2.0).abs() < 0.01, "{ratio}");
+    // The branch that reads `w` is never taken and `w` is empty: the
+    // records the other branch pads with have nowhere to go, and are not
+    // scattered.
+    let text = "def g(w: [R; n], idx: [Z; m], x: [R; m], k: Z) -> R =
+  reduce (+) 0 (map (i. if k > 0 then w[idx[i]] * x[i] else x[i] * x[i]) (iota(m)))";
+    let args = [
+        reals(&[]),
+        ints(&[0, 0]),
+        reals(&[1.5, -2.0]),
+        Value::Int(0),
+    ];
+    let (v, g) = gradient(text, &args);
+    assert_eq!(v, 1.5 * 1.5 + 4.0);
+    assert!(g[0].same(&reals(&[])), "{}", g[0]);
+    assert!(g[1].same(&reals(&[3.0, -4.0])), "{}", g[1]);
+    everywhere(
+        text,
+        &[
+            reals(&[1.0, 2.0]),
+            ints(&[1, 0]),
+            reals(&[1.5, -2.0]),
+            Value::Int(1),
+        ],
+    );
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gradlift against JAX on the GradBench modules hello, lse, llsq, ode, kmeans, lstm.
+"""gradlift against JAX on the GradBench modules hello, lse, llsq, ode, kmeans, lstm, gmm, det.
 
 Each module runs at the GradBench sizes through `gradlift gradbench` (the
 GradBench protocol on a pipe: the times are those the tool reports, the
@@ -122,6 +122,45 @@ def lstm_jacobian(main, extra, state, sequence):
     return jnp.concatenate([gm.ravel(), ge.ravel()])
 
 
+def gmm_objective(x, m, gamma, alpha, mu, q, l):
+    """The log-posterior of GradBench's gmm: k components in d dimensions,
+    the inverse-covariance factors exp(q) on the diagonal and the packed
+    columns of l below it."""
+    n, d = x.shape
+    k = alpha.shape[0]
+    # Packed column by column: (row, col) for col ascending, then row.
+    cols, rows = np.triu_indices(d, 1)
+    lower = jnp.zeros((k, d, d)).at[:, rows, cols].set(l)
+    centered = x[:, None, :] - mu[None, :, :]  # n × k × d
+    qx = jnp.exp(q)[None] * centered + jnp.einsum("krc,nkc->nkr", lower, centered)
+    inner = alpha[None] + jnp.sum(q, axis=1)[None] - 0.5 * jnp.sum(qx * qx, axis=2)
+    fit = jnp.sum(jax.scipy.special.logsumexp(inner, axis=1))
+    dof = d + m + 1
+    wishart = jnp.sum(
+        0.5 * gamma**2 * (jnp.sum(jnp.exp(2 * q), axis=1) + jnp.sum(l * l, axis=1))
+        - m * jnp.sum(q, axis=1)
+    )
+    prior = k * (
+        dof * d * jnp.log(gamma / np.sqrt(2))
+        - jax.scipy.special.multigammaln(0.5 * dof, d)
+    ) - wishart
+    return (
+        -0.5 * n * d * np.log(2 * np.pi)
+        + fit
+        - n * jax.scipy.special.logsumexp(alpha)
+        + prior
+    )
+
+
+def gmm_jacobian(x, m, gamma, alpha, mu, q, l):
+    grads = jax.grad(gmm_objective, argnums=(3, 4, 5, 6))(x, m, gamma, alpha, mu, q, l)
+    return jnp.concatenate([g.ravel() for g in grads])
+
+
+def det_primal(a, ell):
+    return jnp.linalg.det(a.reshape(ell, ell))
+
+
 JAX = {
     ("hello", "square"): jax.jit(lambda x: x * x),
     ("hello", "double"): jax.jit(jax.grad(lambda x: x * x)),
@@ -137,6 +176,10 @@ JAX = {
     ("kmeans", "dir"): jax.jit(kmeans_dir),
     ("lstm", "objective"): jax.jit(lstm_objective),
     ("lstm", "jacobian"): jax.jit(lstm_jacobian),
+    ("gmm", "objective"): jax.jit(gmm_objective, static_argnums=1),
+    ("gmm", "jacobian"): jax.jit(gmm_jacobian, static_argnums=1),
+    ("det", "primal"): jax.jit(det_primal, static_argnums=1),
+    ("det", "gradient"): jax.jit(jax.grad(det_primal), static_argnums=1),
 }
 
 
@@ -160,6 +203,11 @@ def jax_args(module, input):
             jax.device_put(np.array(input[k]))
             for k in ["main_params", "extra_params", "state", "sequence"]
         )
+    if module == "gmm":
+        arrays = [jax.device_put(np.array(input[k])) for k in ["alpha", "mu", "q", "l"]]
+        return (jax.device_put(np.array(input["x"])), input["m"], input["gamma"], *arrays)
+    if module == "det":
+        return (jax.device_put(np.array(input["A"])), input["ell"])
     raise ValueError(module)
 
 
@@ -255,6 +303,25 @@ def inputs(module, quick):
                 "state": rng.random((2 * l, b)).tolist(),
                 "sequence": (rng.random((c, b)) < 0.5).astype(float).tolist(),
             }
+    elif module == "gmm":
+        # GradBench's sizes, ordered by d·k, n = 1,000.
+        cases = sorted(
+            [(d, k) for d in [2, 10, 20, 32, 64] for k in [5, 10, 25, 50, 100]],
+            key=lambda dk: dk[0] * dk[1],
+        )
+        for d, k in [c for c in cases if c[0] <= 20 and c[1] <= 25] if quick else cases:
+            n = 1000
+            yield f"d={d},k={k},n={n}", {
+                "d": d, "k": k, "n": n, "m": 0, "gamma": 1.0,
+                "x": rng.normal(size=(n, d)).tolist(),
+                "alpha": rng.normal(size=k).tolist(),
+                "mu": rng.uniform(size=(k, d)).tolist(),
+                "q": rng.normal(size=(k, d)).tolist(),
+                "l": rng.normal(size=(k, d * (d - 1) // 2)).tolist(),
+            }
+    elif module == "det":
+        for ell in [5, 8, 11] if quick else range(5, 12):
+            yield f"ell={ell}", {"A": rng.random(ell * ell).tolist(), "ell": ell}
 
 
 FUNCTIONS = {
@@ -264,6 +331,8 @@ FUNCTIONS = {
     "ode": ["primal", "gradient"],
     "kmeans": ["cost", "dir"],
     "lstm": ["objective", "jacobian"],
+    "gmm": ["objective", "jacobian"],
+    "det": ["primal", "gradient"],
 }
 
 
@@ -332,7 +401,11 @@ def main():
                     print(row, flush=True)
                     continue
                 ours = [t["nanoseconds"] for t in answer["timings"]]
-                got = np.asarray(answer["output"], dtype=np.float64)
+                output = answer["output"]
+                if isinstance(output, dict):
+                    # gmm's jacobian: its members, flattened in order.
+                    output = np.concatenate([np.ravel(output[k]) for k in output])
+                got = np.asarray(output, dtype=np.float64)
                 if not np.allclose(got, expected, rtol=1e-6, atol=1e-9):
                     sys.exit(
                         f"{module} {function} {description}: gradlift and JAX disagree"

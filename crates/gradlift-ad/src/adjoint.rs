@@ -220,15 +220,28 @@ pub fn scale_adj(ty: &Type, c: Expr, z: &Adj, names: &mut NameSupply) -> Adj {
 }
 
 /// `base` (an array) plus the sparse cotangent `at`: one
-/// `reduce_by_index`, O(len(base) + positions).
+/// `reduce_by_index`, O(len(base) + positions). An empty `base` is
+/// returned as it is: no read of an empty array succeeded, so its only
+/// positions are the zeros an `if` pads its branches' records with
+/// (`rules/cond.rs`), which have nowhere to go.
 pub fn scatter(base: Expr, at: Vec<(Expr, Expr)>) -> Expr {
     let (ps, zs): (Vec<Expr>, Vec<Expr>) = at.into_iter().unzip();
-    reduce_by_index(
-        gradlift_lang::Prim::Add,
+    scatter_arrays(
         base,
         Expr::synth(ExprKind::ArrayLit(ps)),
         Expr::synth(ExprKind::ArrayLit(zs)),
     )
+}
+
+/// `reduce_by_index(base, (+), positions, values)`, unless `base` is
+/// empty (see [`scatter`]). `base` is duplicated: an atom or a zero array.
+pub fn scatter_arrays(base: Expr, positions: Expr, values: Expr) -> Expr {
+    let empty = prim(
+        gradlift_lang::Prim::IEq,
+        vec![builtin(Builtin::Len, vec![base.clone()]), int(0)],
+    );
+    let added = reduce_by_index(gradlift_lang::Prim::Add, base.clone(), positions, values);
+    cond(empty, base, added)
 }
 
 /// Whether `e` is an atom: a variable or a constant (safe to duplicate).

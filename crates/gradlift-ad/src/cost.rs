@@ -414,6 +414,19 @@ impl Coster {
                 Builtin::Len => one_move.plus(&self.cost(&args[0])?),
                 Builtin::Take | Builtin::Drop => one_move.plus(&self.cost(&args[1])?),
                 Builtin::Get => one_move.plus(&self.all(args)?),
+                // One move per element.
+                Builtin::Transpose => {
+                    let per_row = match self.typer.infer(e) {
+                        Ok(Type::Array(row, _)) => match *row {
+                            Type::Array(_, r) => Poly::size(&r),
+                            _ => Poly::constant(1.0),
+                        },
+                        _ => Poly::constant(1.0),
+                    };
+                    self.builtin_moves(e)?
+                        .scaled(&per_row)
+                        .plus(&self.cost(&args[1])?)
+                }
                 Builtin::Gather => self.builtin_moves(e)?.plus(&self.all(args)?),
                 // The bins copied from `dest`, then per value one `op` on
                 // each of its scalars and a move of its index.

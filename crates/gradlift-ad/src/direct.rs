@@ -237,6 +237,46 @@ pub(crate) struct Gradient {
     pub positions: Vec<Expr>,
 }
 
+/// A context variable's part of a [`Gradient`]: its cotangent, or its
+/// sparse records (positions and values).
+pub(crate) enum Part {
+    Dense(Expr),
+    Sparse(Vec<(Expr, Expr)>),
+}
+
+impl Gradient {
+    /// Each context variable's part, read from `g`, a variable bound to
+    /// the gradient's value.
+    pub(crate) fn parts(&self, ctx: &[(Name, Type)], g: &Expr) -> Vec<Part> {
+        let dense = self.kept.iter().filter(|k| **k).count();
+        let total = dense + 2 * self.records.len();
+        let at = |k: usize| Deriver::component(g.clone(), k, total);
+        let mut slot = 0;
+        let mut parts: Vec<Part> = self
+            .kept
+            .iter()
+            .map(|&k| {
+                if k {
+                    slot += 1;
+                    Part::Dense(at(slot - 1))
+                } else {
+                    Part::Sparse(Vec::new())
+                }
+            })
+            .collect();
+        for (r, (a, _)) in self.records.iter().enumerate() {
+            let j = ctx
+                .iter()
+                .position(|(n, _)| n == a)
+                .expect("a context array");
+            if let Part::Sparse(records) = &mut parts[j] {
+                records.push((at(dense + 2 * r), at(dense + 2 * r + 1)));
+            }
+        }
+        parts
+    }
+}
+
 /// The forward pass of one term.
 #[derive(Default)]
 pub(crate) struct Tape {
@@ -579,6 +619,8 @@ impl Deriver {
                             positions.extend([p, z]);
                         }
                     }
+                    // No cotangent at all: no records.
+                    (Adj::Zero, Type::Array(..)) if sparse.contains(n) => kept.push(false),
                     (a, _) => {
                         kept.push(true);
                         grads.push(a.into_expr_like(t, &var(n), &mut self.names));
@@ -798,7 +840,7 @@ impl Deriver {
         // `len` of atoms); the others become atoms.
         let size_first = matches!(
             b,
-            Builtin::Iota | Builtin::Replicate | Builtin::Take | Builtin::Drop
+            Builtin::Iota | Builtin::Replicate | Builtin::Take | Builtin::Drop | Builtin::Transpose
         );
         let mut atoms = Vec::new();
         let mut vals = Vec::new();

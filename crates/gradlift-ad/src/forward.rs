@@ -384,7 +384,7 @@ impl Forward {
                 Builtin::Len | Builtin::Iota => builtin(*b, self.all(args)?),
                 // The count is a size: not differentiated, and kept in the
                 // form of a size so that it stays one once simplified.
-                Builtin::Replicate | Builtin::Take | Builtin::Drop => {
+                Builtin::Replicate | Builtin::Take | Builtin::Drop | Builtin::Transpose => {
                     builtin(*b, vec![self.size(&args[0])?, self.expr(&args[1])?])
                 }
                 // On lifted values `+` adds values and tangents alike; the

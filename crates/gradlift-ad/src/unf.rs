@@ -214,7 +214,11 @@ impl Compiler {
             ExprKind::Builtin(b, args) => {
                 let sized = matches!(
                     b,
-                    Builtin::Iota | Builtin::Replicate | Builtin::Take | Builtin::Drop
+                    Builtin::Iota
+                        | Builtin::Replicate
+                        | Builtin::Take
+                        | Builtin::Drop
+                        | Builtin::Transpose
                 );
                 let (sizes, rest) = if sized {
                     args.split_at(1)
@@ -614,6 +618,7 @@ fn parse_kind(kind: &str) -> Result<OpKind, String> {
         Builtin::Shift1R,
         Builtin::Get,
         Builtin::Gather,
+        Builtin::Transpose,
     ];
     if let Some(b) = builtins.into_iter().find(|b| b.name() == word) {
         let sizes = if rest.trim().is_empty() {

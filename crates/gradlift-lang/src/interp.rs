@@ -700,6 +700,31 @@ impl Interpreter<'_> {
                 }
                 Ok(Value::array(out))
             }
+            Builtin::Transpose => {
+                let limit = self.limits.max_array_len;
+                let c = count(&vs[0], limit, "`transpose`", span)?;
+                let rows = array(&vs[1], "`transpose`", span)?;
+                self.allocate(c * rows.len(), span)?;
+                let mut columns: Vec<Vec<Value>> = vec![Vec::with_capacity(rows.len()); c];
+                for row in rows.iter() {
+                    let row = array(row, "`transpose`", span)?;
+                    if row.len() != c {
+                        return at(
+                            format!(
+                                "`transpose`: a row of {} elements in a matrix of {c} columns",
+                                row.len()
+                            ),
+                            span,
+                        );
+                    }
+                    for (column, x) in columns.iter_mut().zip(row.iter()) {
+                        column.push(x.clone());
+                    }
+                }
+                Ok(Value::array(
+                    columns.into_iter().map(Value::array).collect(),
+                ))
+            }
             Builtin::ReduceByIndex(p) => {
                 let dest = array(&vs[0], "`reduce_by_index`", span)?;
                 let idx = array(&vs[1], "`reduce_by_index`", span)?;

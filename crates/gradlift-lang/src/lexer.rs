@@ -76,6 +76,7 @@ pub const KEYWORDS: &[&str] = &[
     "len",
     "gather",
     "reduce_by_index",
+    "transpose",
     "size",
     "R",
     "inf",

@@ -793,6 +793,9 @@ impl Parser {
                             | "take"
                             | "drop"
                             | "zip"
+                            | "gather"
+                            | "reduce_by_index"
+                            | "transpose"
                     )
             }
             _ => false,
@@ -959,6 +962,19 @@ impl Parser {
             "gather" => Some(Builtin::Gather),
             _ => None,
         };
+        if s == "transpose" {
+            // The count of columns is added by the type checker.
+            self.bump();
+            if !self.is_punct("(") {
+                return self.expected("`(` after `transpose`");
+            }
+            let args = self.call_args()?;
+            let span = start.to(self.prev_span());
+            if args.len() != 1 {
+                return Err(arity_error("transpose", 1, args.len(), span));
+            }
+            return Ok(Expr::new(ExprKind::Builtin(Builtin::Transpose, args), span));
+        }
         if s == "reduce_by_index" {
             return self.reduce_by_index(start);
         }

@@ -294,6 +294,12 @@ impl Printer {
                 self.list(&args[1..]);
                 self.out.push(')');
             }
+            // The count of columns is the type's: not written.
+            ExprKind::Builtin(Builtin::Transpose, args) => {
+                self.out.push_str("transpose(");
+                self.expr(args.last().expect("a matrix"), LEVEL_OPEN);
+                self.out.push(')');
+            }
             ExprKind::Builtin(b, args) => {
                 self.out.push_str(b.name());
                 if b.is_juxtaposed() {

@@ -342,6 +342,10 @@ pub enum Builtin {
     /// as in [`Builtin::Get`]). `op` is `+` (any element type made of
     /// reals, component by component), `*`, `min` or `max` (reals).
     ReduceByIndex(Prim),
+    /// `transpose(M)` for `M : [[T; c]; r]`, written with the arguments
+    /// `[c, M]` (the count of columns, a size the type checker adds, so
+    /// that a matrix of no rows has its c empty columns): `[[T; r]; c]`.
+    Transpose,
 }
 
 impl Builtin {
@@ -359,6 +363,7 @@ impl Builtin {
             Builtin::Get => "index",
             Builtin::Gather => "gather",
             Builtin::ReduceByIndex(_) => "reduce_by_index",
+            Builtin::Transpose => "transpose",
         }
     }
 
@@ -375,7 +380,8 @@ impl Builtin {
             | Builtin::Take
             | Builtin::Drop
             | Builtin::Get
-            | Builtin::Gather => 2,
+            | Builtin::Gather
+            | Builtin::Transpose => 2,
             Builtin::ReduceByIndex(_) => 3,
             _ => 1,
         }

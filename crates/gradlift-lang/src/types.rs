@@ -626,7 +626,7 @@ struct Checker<'a> {
 type Fixes = HashMap<*const Expr, Vec<Fix>>;
 
 /// A change elaboration makes to one node.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 enum Fix {
     /// A literal whole number that stands for a real (the default).
     Real,
@@ -636,6 +636,12 @@ enum Fix {
     ToReal,
     /// The primitive of the node replaced (by its integer form).
     Prim(Prim),
+    /// `transpose(M)` given its count of columns: `[c, M]`.
+    Columns(Size),
+    /// `unzip(A)` of k-tuples: `let unzipped = A in (map (p. p.0)
+    /// unzipped, …)`. Nothing written by the user is in the scope of the
+    /// names it binds.
+    Unzip(usize),
 }
 
 /// `e` with the fixes applied (a copy).
@@ -657,6 +663,23 @@ fn elaborate(e: &Expr, fixes: &Fixes) -> Expr {
                 }
                 (Fix::Prim(p), ExprKind::PrimFn(_)) => Expr::new(ExprKind::PrimFn(*p), e.span),
                 (Fix::Prim(_), _) => unreachable!("a primitive is fixed on a primitive node"),
+                (Fix::Columns(c), ExprKind::Builtin(Builtin::Transpose, mut args)) => {
+                    args.insert(0, crate::build::size(c));
+                    Expr::new(ExprKind::Builtin(Builtin::Transpose, args), e.span)
+                }
+                (Fix::Columns(_), _) => unreachable!("columns are fixed on a transpose"),
+                (Fix::Unzip(k), ExprKind::Apply(_, mut args)) => {
+                    use crate::build::{let_in, map1, proj, pvar, tuple, var};
+                    let a = args.pop().expect("one array");
+                    let (u, p) = (Name::from("unzipped"), Name::from("p"));
+                    let parts = (0..*k)
+                        .map(|i| map1(&p, proj(var(&p), i), var(&u)))
+                        .collect();
+                    let mut out = let_in(pvar(&u), a, tuple(parts));
+                    out.span = e.span;
+                    out
+                }
+                (Fix::Unzip(_), _) => unreachable!("unzip is fixed on a call"),
             };
         }
         out
@@ -720,6 +743,8 @@ impl Checker<'_> {
                     Fix::Real | Fix::Int(_) => "a literal whose type is not decided",
                     Fix::ToReal => "an integer where a real is needed, without `real(…)`",
                     Fix::Prim(_) => "a real operation applied to integers",
+                    Fix::Columns(_) => "a `transpose` without its count of columns",
+                    Fix::Unzip(_) => "`unzip`, which only a program written by hand may call",
                 },
                 e.span,
             ),
@@ -948,9 +973,9 @@ impl Checker<'_> {
                 let ret = self.lambda(params, &tys, body)?;
                 Ok(Type::Fun(tys, Box::new(ret)))
             }
-            ExprKind::Apply(f, args) => self.apply(f, args, e.span),
+            ExprKind::Apply(f, args) => self.apply(e, f, args),
             ExprKind::ArrayOp(op, f, args) => self.array_op(*op, f, args, e.span),
-            ExprKind::Builtin(b, args) => self.builtin(*b, args),
+            ExprKind::Builtin(b, args) => self.builtin(e, *b, args),
         }
     }
 
@@ -1219,9 +1244,13 @@ impl Checker<'_> {
         }
     }
 
-    fn apply(&mut self, f: &Expr, args: &[Expr], span: Span) -> TResult<Type> {
+    fn apply(&mut self, e: &Expr, f: &Expr, args: &[Expr]) -> TResult<Type> {
+        let span = e.span;
         if let ExprKind::Var(n) = &f.kind {
             if self.vars.get(n).is_none() {
+                if self.def_index(n).is_none() && &**n == "unzip" && args.len() == 1 {
+                    return self.unzip(e, &args[0]);
+                }
                 let Some(i) = self.def_index(n) else {
                     return Err(self.unknown("function", n, f.span));
                 };
@@ -1411,7 +1440,7 @@ impl Checker<'_> {
         }
     }
 
-    fn builtin(&mut self, b: Builtin, args: &[Expr]) -> TResult<Type> {
+    fn builtin(&mut self, e: &Expr, b: Builtin, args: &[Expr]) -> TResult<Type> {
         match b {
             Builtin::Len => {
                 self.array(&args[0], "`len`")?;
@@ -1479,6 +1508,31 @@ impl Checker<'_> {
                 let m = self.indices(&args[1], "the indices of `gather`")?;
                 Ok(Type::array(t, m))
             }
+            Builtin::Transpose => {
+                let m = args.last().expect("a matrix");
+                let (row, r) = self.array(m, "`transpose`")?;
+                let Type::Array(elem, c) = row else {
+                    return invalid(
+                        format!("`transpose` takes a matrix (an array of arrays), found elements of type `{row}`"),
+                        m.span,
+                    );
+                };
+                if args.len() == 1 {
+                    // As written: the count of columns is the type's.
+                    self.fix(e, Fix::Columns(c.clone()))?;
+                } else {
+                    let k = self.count(&args[0], "the columns of `transpose`")?;
+                    if k != c {
+                        return invalid(
+                            format!(
+                                "`transpose` of a matrix of `{c}` columns given the count `{k}`"
+                            ),
+                            args[0].span,
+                        );
+                    }
+                }
+                Ok(Type::array(Type::array(*elem, r), c))
+            }
             Builtin::ReduceByIndex(p) => {
                 let (t, k) = self.array(&args[0], "the bins of `reduce_by_index`")?;
                 let m = self.indices(&args[1], "the indices of `reduce_by_index`")?;
@@ -1513,6 +1567,25 @@ impl Checker<'_> {
                 }
                 Ok(Type::array(t, k))
             }
+        }
+    }
+
+    /// `unzip(A)` of an array of k-tuples, when no definition is named
+    /// `unzip`: the k arrays of components, elaborated as the maps that
+    /// project them ([`Fix::Unzip`]).
+    fn unzip(&mut self, e: &Expr, a: &Expr) -> TResult<Type> {
+        let (t, n) = self.array(a, "`unzip`")?;
+        match t {
+            Type::Tuple(ts) if ts.len() >= 2 => {
+                self.fix(e, Fix::Unzip(ts.len()))?;
+                Ok(Type::Tuple(
+                    ts.into_iter().map(|t| Type::array(t, n.clone())).collect(),
+                ))
+            }
+            other => invalid(
+                format!("`unzip` takes an array of tuples, found elements of type `{other}`"),
+                a.span,
+            ),
         }
     }
 

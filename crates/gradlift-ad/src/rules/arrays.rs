@@ -5,6 +5,7 @@
 //! | `r = [e₁, …, eₖ]` | `ēᵢ += Z[i]` |
 //! | `r = A[k]`, `A : [T; n]` | `Ā += map (i. if i == k then Z else 0_T) (iota(n))` (`k < 0` counts from the end; integer comparison) |
 //! | `r = A[i]`, `i` computed | `Ā += Z at i`: a sparse cotangent ([`Adj::Sparse`]), one `reduce_by_index` when it becomes a term |
+//! | `r = transpose(c, M)` | `M̄ += transpose(len(M), Z)` |
 //! | `r = replicate(n, e)` | `ē += reduce (+̂) 0 Z` |
 //! | `r = concat(A, B)` | `Ā += take(len(A), Z)`, `B̄ += drop(len(A), Z)` |
 //! | `r = take(k, A)` | `Ā += concat(Z, drop(k, ZerosLike(A)))` |
@@ -139,6 +140,17 @@ impl Deriver {
                 self.add(sw, &a, &at, Adj::Val(adj));
             }
             Builtin::Len | Builtin::Iota => {}
+            // `transpose(c, M)`: `M̄ += transpose(len(M), Z)`.
+            Builtin::Transpose => {
+                let (m, mt) = args[1].clone();
+                let rows = builtin(Builtin::Len, vec![m.clone()]);
+                self.add(
+                    sw,
+                    &m,
+                    &mt,
+                    Adj::Val(builtin(Builtin::Transpose, vec![rows, z])),
+                );
+            }
             Builtin::Get | Builtin::Gather | Builtin::ReduceByIndex(_) => {
                 unreachable!("rules of their own")
             }

@@ -15,8 +15,8 @@
 //! finite and avoids `0 · inf = nan` from the branch not taken (the
 //! gradient of `if x > 0 then log(x) else 0` at `x = 0`).
 
-use crate::adjoint::Adj;
-use crate::direct::{AdResult, Deriver, Sweep};
+use crate::adjoint::{zeros, Adj};
+use crate::direct::{AdResult, Deriver, Part, Sweep};
 use gradlift_lang::build::*;
 use gradlift_lang::syntax::*;
 
@@ -42,12 +42,85 @@ impl Deriver {
         fv.sort_by(|a, b| a.0.cmp(&b.0));
         let z = z.into_expr(ty);
         let z = self.bind(&mut sw.rev, "z", z);
-        let g_then = self.gradient(&fv, &then_branch, Adj::Val(z.clone()))?;
-        let g_else = self.gradient(&fv, &else_branch, Adj::Val(z))?;
-        let g = self.bind(&mut sw.rev, "branch_adj", cond(c, g_then, g_else));
-        let len = fv.len();
-        for (j, (n, t)) in fv.iter().enumerate() {
-            self.add(sw, &var(n), t, Adj::Val(Self::component(g.clone(), j, len)));
+        // Arrays read at computed positions in both branches stay sparse:
+        // each branch returns as many records as the other, padded with
+        // zeros at position 0 (scattered harmlessly; see
+        // `adjoint::scatter`), so that a loop around the `if` scatters once.
+        let sparse: Vec<Name> = fv
+            .iter()
+            .filter(|(_, t)| matches!(t, Type::Array(..)))
+            .map(|(n, _)| n.clone())
+            .collect();
+        let g_then = self.gradient_with(&fv, &then_branch, Adj::Val(z.clone()), &sparse)?;
+        let g_else = self.gradient_with(&fv, &else_branch, Adj::Val(z), &sparse)?;
+        let (gt, ge) = (self.names.fresh("gt"), self.names.fresh("ge"));
+        let (pt, pe) = (g_then.parts(&fv, &var(&gt)), g_else.parts(&fv, &var(&ge)));
+        let (mut then_out, mut else_out) = (Vec::new(), Vec::new());
+        let (mut then_records, mut else_records) = (Vec::new(), Vec::new());
+        // For each variable: a dense slot, or a number of records.
+        let mut layout: Vec<Option<usize>> = Vec::with_capacity(fv.len());
+        for ((_, t), (a, b)) in fv.iter().zip(pt.into_iter().zip(pe)) {
+            let dense = |part: Part| match part {
+                Part::Dense(e) => e,
+                Part::Sparse(at) if at.is_empty() => zeros(t),
+                Part::Sparse(at) => crate::adjoint::scatter(zeros(t), at),
+            };
+            match (a, b, t) {
+                (Part::Sparse(x), Part::Sparse(y), Type::Array(elem, _)) => {
+                    let r = x.len().max(y.len());
+                    let pad = |mut at: Vec<(Expr, Expr)>| {
+                        at.resize_with(r, || (int(0), zeros(elem)));
+                        at
+                    };
+                    then_records.extend(pad(x));
+                    else_records.extend(pad(y));
+                    layout.push(Some(r));
+                }
+                (a, b, _) => {
+                    then_out.push(dense(a));
+                    else_out.push(dense(b));
+                    layout.push(None);
+                }
+            }
+        }
+        let flat = |out: &mut Vec<Expr>, records: Vec<(Expr, Expr)>| {
+            out.extend(records.into_iter().flat_map(|(p, v)| [p, v]));
+        };
+        let dense_count = then_out.len();
+        flat(&mut then_out, then_records);
+        flat(&mut else_out, else_records);
+        let len = then_out.len();
+        if len == 0 {
+            return Ok(());
+        }
+        let then_term = let_in(pvar(&gt), g_then.term, tuple(then_out));
+        let else_term = let_in(pvar(&ge), g_else.term, tuple(else_out));
+        let g = self.bind(&mut sw.rev, "branch_adj", cond(c, then_term, else_term));
+        let (mut slot, mut record) = (0, dense_count);
+        for ((n, t), kind) in fv.iter().zip(layout) {
+            match kind {
+                None => {
+                    let part = Self::component(g.clone(), slot, len);
+                    self.add(sw, &var(n), t, Adj::Val(part));
+                    slot += 1;
+                }
+                Some(0) => {}
+                Some(r) => {
+                    let mut at = Vec::with_capacity(r);
+                    for _ in 0..r {
+                        let p =
+                            self.bind(&mut sw.rev, "p", Self::component(g.clone(), record, len));
+                        let v = self.bind(
+                            &mut sw.rev,
+                            "v",
+                            Self::component(g.clone(), record + 1, len),
+                        );
+                        at.push((p, v));
+                        record += 2;
+                    }
+                    self.add(sw, &var(n), t, Adj::Sparse(at));
+                }
+            }
         }
         Ok(())
     }

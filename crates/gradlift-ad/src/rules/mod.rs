@@ -19,7 +19,6 @@ use crate::direct::{AdResult, Arg, Deriver, Gradient, Sweep};
 use crate::rules::fold::Monoid;
 use gradlift_lang::build::*;
 use gradlift_lang::syntax::*;
-use gradlift_lang::Prim;
 
 impl Deriver {
     /// Dispatches the reverse of an array operation with cotangent `z`
@@ -184,11 +183,12 @@ impl Deriver {
             let values = self.bind(&mut sw.rev, "values", values);
             match scattered.iter_mut().find(|(n, _)| n == a) {
                 Some((_, acc)) => {
-                    *acc = reduce_by_index(Prim::Add, acc.clone(), positions, values);
+                    let base = self.bind(&mut sw.rev, "scattered", acc.clone());
+                    *acc = crate::adjoint::scatter_arrays(base, positions, values);
                 }
                 None => {
                     let base = crate::adjoint::zeros(&type_of(a));
-                    let total = reduce_by_index(Prim::Add, base, positions, values);
+                    let total = crate::adjoint::scatter_arrays(base, positions, values);
                     scattered.push((a.clone(), total));
                 }
             }

@@ -405,6 +405,11 @@ impl Analysis {
             }
             (Builtin::Shift1L | Builtin::Shift1R, [a]) => self.need(a, d),
             // The elements read are demanded as the result is.
+            // Element (j, i) of the result is element (i, j) of `m`.
+            (Builtin::Transpose, [c, m]) => {
+                self.need(c, &Demand::All);
+                self.need(m, d);
+            }
             (Builtin::Get, [a, i]) => {
                 self.need(a, &Demand::Array(Box::new(d.clone())));
                 self.need(i, &Demand::All);
@@ -576,6 +581,10 @@ impl Rewrite<'_> {
                 }
                 (Builtin::Shift1L | Builtin::Shift1R, [a]) => self.narrow(a, &d),
                 (Builtin::Len, [a]) => self.narrow(a, &Demand::Array(Box::new(Demand::No))),
+                (Builtin::Transpose, [c, m]) => {
+                    self.narrow(c, &Demand::All);
+                    self.narrow(m, &d);
+                }
                 (Builtin::Get, [a, i]) => {
                     self.narrow(a, &Demand::Array(Box::new(d)));
                     self.narrow(i, &Demand::All);

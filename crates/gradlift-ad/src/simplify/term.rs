@@ -177,7 +177,7 @@ pub(super) fn is_size_arg(b: Builtin, i: usize) -> bool {
     i == 0
         && matches!(
             b,
-            Builtin::Iota | Builtin::Replicate | Builtin::Take | Builtin::Drop
+            Builtin::Iota | Builtin::Replicate | Builtin::Take | Builtin::Drop | Builtin::Transpose
         )
 }
 

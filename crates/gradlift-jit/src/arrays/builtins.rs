@@ -106,6 +106,7 @@ impl Translator<'_, '_> {
                 Ok(load(self.b, addr, &a.elem))
             }
             Builtin::Gather => self.gather(args),
+            Builtin::Transpose => self.transpose(args),
             Builtin::ReduceByIndex(op) => self.reduce_by_index(op, args),
         }
     }
@@ -148,6 +149,47 @@ impl Translator<'_, '_> {
             ptr,
             len,
             elem: a.elem,
+        }))
+    }
+
+    /// `transpose(c, M)`: new memory for the c columns of M, filled by a
+    /// loop over the columns and, in it, over the rows.
+    fn transpose(&mut self, args: &[Expr]) -> Result<Values, JitError> {
+        let c = self.count(&args[0])?;
+        let m = self.array(&args[1])?;
+        let Shape::Array(row_len, inner) = &m.elem else {
+            return Err(JitError::Internal("transpose of a non-matrix".into()));
+        };
+        let same = self.b.ins().icmp(IntCC::Equal, *row_len, c);
+        self.check(same, Status::LengthMismatch, c);
+        let inner = (**inner).clone();
+        let Type::Array(row_ty, r) = self.type_of(&args[1])? else {
+            return Err(JitError::Internal("transpose of a non-array".into()));
+        };
+        let Type::Array(elem_ty, columns) = *row_ty else {
+            return Err(JitError::Internal("transpose of a non-matrix".into()));
+        };
+        let out_ty = Type::array(*elem_ty, r);
+        let counted = self.counts().array(&columns, &out_ty);
+        let out_elem = Shape::Array(m.len, Box::new(inner.clone()));
+        let (ptr, stride) = self.alloc_array(c, &out_elem, counted)?;
+        let inner_bytes = unchecked_bytes(self.b, &inner);
+        let row_bytes = unchecked_bytes(self.b, &m.elem);
+        let rows = m.len;
+        self.for_range(c, &mut |t, j| {
+            let column = t.element_addr(ptr, j, stride);
+            let first = t.element_addr(m.ptr, j, inner_bytes);
+            t.for_range(rows, &mut |u, i| {
+                let from = u.element_addr(first, i, row_bytes);
+                let v = load(u.b, from, &inner);
+                let to = u.element_addr(column, i, inner_bytes);
+                u.store(to, &v, &inner)
+            })
+        })?;
+        Ok(Values::Array(ArrayVal {
+            ptr,
+            len: c,
+            elem: out_elem,
         }))
     }
 
