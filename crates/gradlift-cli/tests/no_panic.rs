@@ -82,6 +82,13 @@ fn constructs() -> Vec<Program> {
             &a,
             "n=3",
         ),
+        // Computed indices, gather, reduce_by_index, transpose and unzip.
+        written(
+            "def f(A: [R; n], I: [Z; m]) -> R = let h = reduce_by_index(replicate(n, 0.0), (+), I, gather(A, I)) in reduce (+) 0 (map (i. A[I[i]] * h[i % n]) (iota(m))) + reduce (+) 0 (reduce_by_index(A, max, I, gather(A, I))) + reduce (+) 0 (map (r. r[0]) (transpose([A, A]))) + reduce (+) 0 (unzip(map (x. (x, x)) A)).1",
+            &[("A", "[1, 2, 3]"), ("I", "[2, 0, -1]")],
+            "n=3,m=3",
+        ),
+
         written(
             "def f(A: [R; n], s: size) -> R = reduce (+) 0 (concat(A, map (i. real(i)) iota(s))) + reduce (*) 1 (replicate(s, A[0])) + real(reduce (+) 0 (iota(s)))",
             &[("A", "[1, 2, 3]"), ("s", "2")],
