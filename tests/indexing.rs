@@ -411,7 +411,7 @@ fn scans_reading_by_index_are_exact() {
 #[test]
 fn reads_inside_a_branch_stay_linear_and_exact() {
     let text = "def f(w: [R; n], idx: [Z; m], x: [R; m]) -> R =
-  reduce (+) 0 (map (i. if x[i] > 0 then w[idx[i]] * x[i] else w[idx[m - 1 - i]] + w[idx[0]] * x[i]) (iota(m)))";
+  reduce (+) 0 (map (i. if x[i] > 0 then w[idx[i]] * x[i] else w[idx[m - 1 - i]] + w[0] * x[i]) (iota(m)))";
     let args = [
         reals(&W),
         ints(&[2, 0, 2, -1, 1, 4]),

@@ -317,6 +317,14 @@ pub(crate) struct Deriver {
     /// `h = 2 / s` gets no running sum of cotangents. Anything not known to
     /// be inactive (a lambda's parameter) is active.
     inactive: HashSet<Name>,
+    /// The free arrays (and their copies) of the function whose gradient
+    /// [`Deriver::gradient_with`] is taking and wants sparse: a constant
+    /// index of one of them gives a sparse cotangent there, as a computed
+    /// index does everywhere, so that a loop reading `w[0]` scatters once
+    /// rather than summing an array per element. Elsewhere a constant
+    /// index keeps Figure 4's one-hot, which the simplifier and the native
+    /// backend read element by element.
+    pub(crate) sparse_scope: HashSet<Name>,
 }
 
 impl Deriver {
@@ -341,6 +349,7 @@ impl Deriver {
             route,
             constants: HashMap::new(),
             inactive: HashSet::new(),
+            sparse_scope: HashSet::new(),
         }
     }
 
@@ -490,6 +499,41 @@ impl Deriver {
                 x.extend(y);
                 Adj::Sparse(x)
             }
+            // Constant positions join a dense cotangent as Figure 4's
+            // one-hots, which the simplifier and the native backend add
+            // element by element without storing them; others in one
+            // `reduce_by_index`.
+            (Adj::Sparse(at), Adj::Val(dense)) | (Adj::Val(dense), Adj::Sparse(at))
+                if at.iter().all(|(p, _)| matches!(p.kind, ExprKind::Int(_))) =>
+            {
+                let Type::Array(elem, n) = ty else {
+                    unreachable!("a sparse cotangent has an array type")
+                };
+                let mut total = dense;
+                for (p, z) in at {
+                    let ExprKind::Int(k) = p.kind else {
+                        unreachable!("constant positions")
+                    };
+                    let position = if k >= 0 {
+                        int(k)
+                    } else {
+                        prim(
+                            Prim::IAdd,
+                            vec![builtin(Builtin::Len, vec![total.clone()]), int(k)],
+                        )
+                    };
+                    let i = self.names.fresh("i");
+                    let pick = cond(
+                        prim(Prim::IEq, vec![var(&i), position]),
+                        z,
+                        crate::adjoint::zeros(elem),
+                    );
+                    let one_hot = map1(&i, pick, builtin(Builtin::Iota, vec![size(n)]));
+                    let s = crate::adjoint::plus(ty, total, one_hot, &mut self.names);
+                    total = self.bind(&mut sw.rev, hint, s);
+                }
+                Adj::Val(total)
+            }
             (Adj::Sparse(at), Adj::Val(dense)) | (Adj::Val(dense), Adj::Sparse(at)) => {
                 let s = crate::adjoint::scatter(dense, at);
                 Adj::Val(self.bind(&mut sw.rev, hint, s))
@@ -604,9 +648,25 @@ impl Deriver {
                 }
                 e
             };
+            let scope: HashSet<Name> = sparse
+                .iter()
+                .cloned()
+                .chain(
+                    copies
+                        .keys()
+                        .filter(|c| match &resolve(var(c)).kind {
+                            ExprKind::Var(n) => sparse.contains(n),
+                            _ => false,
+                        })
+                        .cloned(),
+                )
+                .collect();
+            let outer = std::mem::replace(&mut self.sparse_scope, scope);
             let mut sw = Sweep::default();
             self.seed(&mut sw, &value, seed);
-            self.sweep(&mut sw, tape.steps)?;
+            let swept = self.sweep(&mut sw, tape.steps);
+            self.sparse_scope = outer;
+            swept?;
             let (mut grads, mut positions) = (Vec::new(), Vec::new());
             let (mut kept, mut records, mut at) = (Vec::new(), Vec::new(), Vec::new());
             for (n, t) in ctx {

@@ -31,6 +31,12 @@ impl Deriver {
         ty: &Type,
         z: Adj,
     ) {
+        if matches!(&of.kind, ExprKind::Var(n) if self.sparse_scope.contains(n)) {
+            // `reduce_by_index` reads a negative position from the end.
+            let z = self.atomize_val(sw, ty, z);
+            self.add(sw, &of, &of_ty, Adj::Sparse(vec![(int(k), z)]));
+            return;
+        }
         let position = if k >= 0 {
             int(k)
         } else {

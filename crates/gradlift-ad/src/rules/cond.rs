@@ -42,13 +42,14 @@ impl Deriver {
         fv.sort_by(|a, b| a.0.cmp(&b.0));
         let z = z.into_expr(ty);
         let z = self.bind(&mut sw.rev, "z", z);
-        // Arrays read at computed positions in both branches stay sparse:
-        // each branch returns as many records as the other, padded with
-        // zeros at position 0 (scattered harmlessly; see
-        // `adjoint::scatter`), so that a loop around the `if` scatters once.
+        // Arrays the enclosing loop keeps sparse (`Deriver::sparse_scope`),
+        // read at computed positions in both branches, stay sparse: each
+        // branch returns as many records as the other, padded with zeros
+        // at position 0 (never scattered into an empty array; see
+        // `adjoint::scatter`), so that the loop scatters once.
         let sparse: Vec<Name> = fv
             .iter()
-            .filter(|(_, t)| matches!(t, Type::Array(..)))
+            .filter(|(n, t)| matches!(t, Type::Array(..)) && self.sparse_scope.contains(n))
             .map(|(n, _)| n.clone())
             .collect();
         let g_then = self.gradient_with(&fv, &then_branch, Adj::Val(z.clone()), &sparse)?;

@@ -501,11 +501,7 @@ impl Deriver {
         let x = self.bind(&mut sw.rev, "steps", zipped);
         // Free arrays read at computed positions: their records are
         // scattered once after the scan, not summed in its states.
-        let sparse: Vec<Name> = fv
-            .iter()
-            .filter(|(_, t)| matches!(t, Type::Array(..)))
-            .map(|(n, _)| n.clone())
-            .collect();
+        let sparse = Self::scattered_by_scans(fv);
         let (back, start, grad) = self.reverse_step(&ctx, params, body, z, None, &sparse)?;
         let fv = Self::kept(fv.to_vec(), &grad.kept[..fv.len()]);
         let width = fv.len() + 2 + 2 * grad.records.len();

@@ -103,6 +103,21 @@ impl Deriver {
         }
     }
 
+    /// The free arrays a reverse scan of vector–Jacobian products
+    /// (`Deriver::reverse_step`) keeps sparse: those whose size is not a
+    /// number written in the program. Records make the scan store every
+    /// state (each state holds its step's), where a summed cotangent rides
+    /// in the scan's accumulator; an array of a size the program fixes
+    /// costs its size per step, which is the cheaper of the two for the
+    /// small fixed arrays programs write (observations, coefficients),
+    /// while an array of a symbolic size may be any size.
+    pub(crate) fn scattered_by_scans(fv: &[(Name, Type)]) -> Vec<Name> {
+        fv.iter()
+            .filter(|(_, t)| matches!(t, Type::Array(_, n) if n.as_literal().is_none()))
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
     /// The free variables whose cotangents a body's gradient kept
     /// ([`Gradient::kept`]).
     pub(crate) fn kept(fv: Vec<(Name, Type)>, kept: &[bool]) -> Vec<(Name, Type)> {

@@ -82,11 +82,7 @@ impl Deriver {
             index(z.clone(), 0)
         };
         // Free arrays read at computed positions: scattered once after.
-        let sparse: Vec<Name> = fv
-            .iter()
-            .filter(|(_, t)| matches!(t, Type::Array(..)))
-            .map(|(n, _)| n.clone())
-            .collect();
+        let sparse = Self::scattered_by_scans(&fv);
         let (back, start, grad) =
             self.reverse_step(&ctx, params, body, first, Some(v_ty), &sparse)?;
         let fv = Self::kept(fv, &grad.kept[..ctx.len() - 2]);
