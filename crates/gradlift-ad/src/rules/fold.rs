@@ -413,9 +413,9 @@ impl Deriver {
             builtin(Builtin::Shift1R, vec![var(states)]),
         );
 
-        // A real state, and elements that are reals or carry none (indices).
-        let elem_real = **elem_ty == Type::Real;
-        if *acc_ty == Type::Real && (elem_real || !crate::direct::has_reals(elem_ty)) {
+        // A real state and real elements (Figure 16). A fold over indices
+        // takes the one reverse scan below, which measured faster for it.
+        if *acc_ty == Type::Real && **elem_ty == Type::Real {
             // Free arrays read at computed positions: scattered once.
             let sparse: Vec<Name> = fv
                 .iter()
@@ -450,20 +450,18 @@ impl Deriver {
                 "after",
                 builtin(Builtin::Shift1L, vec![s3.clone()]),
             );
-            if elem_real {
-                let a2 = pick(self, ky);
-                let a2 = self.bind(&mut sw.rev, "delem", a2);
-                let (u, w) = (self.names.fresh("u"), self.names.fresh("w"));
-                let elem_adj = array_op(
-                    ArrayOp::Map2,
-                    lambda(
-                        vec![pvar(&u), pvar(&w)],
-                        mul(mul(var(&u), var(&w)), z.clone()),
-                    ),
-                    vec![a2, a3.clone()],
-                );
-                self.add(sw, a, a_ty, Adj::Val(elem_adj));
-            }
+            let a2 = pick(self, ky);
+            let a2 = self.bind(&mut sw.rev, "delem", a2);
+            let (u, w) = (self.names.fresh("u"), self.names.fresh("w"));
+            let elem_adj = array_op(
+                ArrayOp::Map2,
+                lambda(
+                    vec![pvar(&u), pvar(&w)],
+                    mul(mul(var(&u), var(&w)), z.clone()),
+                ),
+                vec![a2, a3.clone()],
+            );
+            self.add(sw, a, a_ty, Adj::Val(elem_adj));
             self.add(sw, v, v_ty, Adj::Val(mul(index(s3, 0), z.clone())));
             for (j, (n, t)) in fv.iter().enumerate() {
                 let (c, g) = (self.names.fresh("c"), self.names.fresh("g"));
