@@ -126,7 +126,7 @@ pub enum Adj {
     /// sum of `zᵢ` at position `pᵢ` (integer atoms, each in range), as
     /// indexing leaves it. Kept symbolic so that the reverse of a `map`
     /// whose body reads an array at computed positions scatters the
-    /// positions of all its elements once ([`Deriver::map_backward`])
+    /// positions of all its elements once (`Deriver::map_backward`)
     /// rather than summing one array per element.
     Sparse(Vec<(Expr, Expr)>),
 }
@@ -217,6 +217,20 @@ pub fn scale_adj(ty: &Type, c: Expr, z: &Adj, names: &mut NameSupply) -> Adj {
         ),
         (Adj::Sparse(_), _) => unreachable!("a sparse cotangent has an array type, not {ty}"),
     }
+}
+
+/// Figure 4's cotangent of an element read at `position` of an array of
+/// `n` elements of type `elem`: `map (i. if i == position then z else 0)
+/// (iota(n))`, which the simplifier and the native backend read element by
+/// element without storing it.
+pub fn one_hot(elem: &Type, n: &Size, position: Expr, z: Expr, names: &mut NameSupply) -> Expr {
+    let i = names.fresh("i");
+    let pick = cond(
+        prim(gradlift_lang::Prim::IEq, vec![var(&i), position]),
+        z,
+        zeros(elem),
+    );
+    map1(&i, pick, builtin(Builtin::Iota, vec![size(n)]))
 }
 
 /// `base` (an array) plus the sparse cotangent `at`: one

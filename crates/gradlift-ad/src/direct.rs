@@ -224,10 +224,9 @@ pub(crate) enum StepKind {
     },
 }
 
-/// A body's gradient from [`Deriver::gradient_with`].
+/// The layout of a body's gradient from [`Deriver::gradient_with`]: the
+/// term is the tuple of the cotangents kept, then the sparse records.
 pub(crate) struct Gradient {
-    /// The tuple of cotangents, then the sparse records.
-    pub term: Expr,
     /// For each variable of the context, whether its cotangent is in the
     /// tuple (`false`: it is sparse, in the records).
     pub kept: Vec<bool>,
@@ -522,14 +521,8 @@ impl Deriver {
                             vec![builtin(Builtin::Len, vec![total.clone()]), int(k)],
                         )
                     };
-                    let i = self.names.fresh("i");
-                    let pick = cond(
-                        prim(Prim::IEq, vec![var(&i), position]),
-                        z,
-                        crate::adjoint::zeros(elem),
-                    );
-                    let one_hot = map1(&i, pick, builtin(Builtin::Iota, vec![size(n)]));
-                    let s = crate::adjoint::plus(ty, total, one_hot, &mut self.names);
+                    let hot = crate::adjoint::one_hot(elem, n, position, z, &mut self.names);
+                    let s = crate::adjoint::plus(ty, total, hot, &mut self.names);
                     total = self.bind(&mut sw.rev, hint, s);
                 }
                 Adj::Val(total)
@@ -604,7 +597,8 @@ impl Deriver {
     /// scope) whose value is the tuple of the cotangents of `ctx` (a single
     /// cotangent when `ctx` has one entry).
     pub fn gradient(&mut self, ctx: &[(Name, Type)], body: &Expr, seed: Adj) -> AdResult<Expr> {
-        self.gradient_with(ctx, body, seed, &[]).map(|g| g.term)
+        self.gradient_with(ctx, body, seed, &[])
+            .map(|(term, _)| term)
     }
 
     /// [`Deriver::gradient`], except that the arrays of `sparse` whose
@@ -617,7 +611,7 @@ impl Deriver {
         body: &Expr,
         seed: Adj,
         sparse: &[Name],
-    ) -> AdResult<Gradient> {
+    ) -> AdResult<(Expr, Gradient)> {
         let mark = self.typer.mark();
         for (n, t) in ctx {
             self.typer.push(n.clone(), t.clone());
@@ -688,12 +682,15 @@ impl Deriver {
                 }
             }
             grads.extend(positions);
-            Ok(Gradient {
-                term: lets(tape.fwd, lets(sw.rev, tuple(grads))),
-                kept,
-                records,
-                positions: at,
-            })
+            let term = lets(tape.fwd, lets(sw.rev, tuple(grads)));
+            Ok((
+                term,
+                Gradient {
+                    kept,
+                    records,
+                    positions: at,
+                },
+            ))
         });
         self.typer.pop_to(mark);
         result

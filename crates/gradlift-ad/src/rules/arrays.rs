@@ -16,7 +16,7 @@
 //! The shifts leave an empty array empty (Figure 3), so their reverse
 //! checks for it: `concat([0], Z)` would have length 1 there.
 
-use crate::adjoint::{zeros, Adj};
+use crate::adjoint::{one_hot, zeros, Adj};
 use crate::direct::{Arg, Deriver, Sweep};
 use gradlift_lang::build::*;
 use gradlift_lang::syntax::*;
@@ -61,10 +61,8 @@ impl Deriver {
             unreachable!("indexing an array")
         };
         let z = self.atomize_val(sw, ty, z);
-        let i = self.names.fresh("i");
-        let pick = cond(prim(Prim::IEq, vec![var(&i), position]), z, zeros(elem));
-        let one_hot = map1(&i, pick, builtin(Builtin::Iota, vec![size(n)]));
-        self.add(sw, &of, &of_ty, Adj::Val(one_hot));
+        let hot = one_hot(elem, n, position, z, &mut self.names);
+        self.add(sw, &of, &of_ty, Adj::Val(hot));
     }
 
     /// `r = A[i]`: the cotangent `Z` at `i`, kept sparse ([`Adj::Sparse`]).

@@ -14,6 +14,10 @@
 //! selects instead, which is the same value wherever both gradients are
 //! finite and avoids `0 · inf = nan` from the branch not taken (the
 //! gradient of `if x > 0 then log(x) else 0` at `x = 0`).
+//!
+//! Not in the paper: an array the enclosing loop keeps sparse
+//! (`Deriver::sparse_scope`) keeps its records through the `if`, each
+//! branch padded to the other's number of them (see `rules/mod.rs`).
 
 use crate::adjoint::{zeros, Adj};
 use crate::direct::{AdResult, Deriver, Part, Sweep};
@@ -52,8 +56,9 @@ impl Deriver {
             .filter(|(n, t)| matches!(t, Type::Array(..)) && self.sparse_scope.contains(n))
             .map(|(n, _)| n.clone())
             .collect();
-        let g_then = self.gradient_with(&fv, &then_branch, Adj::Val(z.clone()), &sparse)?;
-        let g_else = self.gradient_with(&fv, &else_branch, Adj::Val(z), &sparse)?;
+        let (t_then, g_then) =
+            self.gradient_with(&fv, &then_branch, Adj::Val(z.clone()), &sparse)?;
+        let (t_else, g_else) = self.gradient_with(&fv, &else_branch, Adj::Val(z), &sparse)?;
         let (gt, ge) = (self.names.fresh("gt"), self.names.fresh("ge"));
         let (pt, pe) = (g_then.parts(&fv, &var(&gt)), g_else.parts(&fv, &var(&ge)));
         let (mut then_out, mut else_out) = (Vec::new(), Vec::new());
@@ -94,8 +99,8 @@ impl Deriver {
         if len == 0 {
             return Ok(());
         }
-        let then_term = let_in(pvar(&gt), g_then.term, tuple(then_out));
-        let else_term = let_in(pvar(&ge), g_else.term, tuple(else_out));
+        let then_term = let_in(pvar(&gt), t_then, tuple(then_out));
+        let else_term = let_in(pvar(&ge), t_else, tuple(else_out));
         let g = self.bind(&mut sw.rev, "branch_adj", cond(c, then_term, else_term));
         let (mut slot, mut record) = (0, dense_count);
         for ((n, t), kind) in fv.iter().zip(layout) {

@@ -47,6 +47,12 @@
 //! vector–Jacobian products, Figure 16's shape, would run every step's
 //! reverse pass a second time). The same function reverses scans
 //! ([`Deriver::reverse_step`], `scan.rs`).
+//!
+//! Not in the paper: a free array read at computed positions is not summed
+//! in `W`'s (or `P`'s) `Γ'` part; each step's positions and values are
+//! scattered once after the loop, as for `map` ([`Deriver::scatter_records`];
+//! for `W`, arrays of a size the program writes stay summed,
+//! [`Deriver::scattered_by_scans`]).
 
 use crate::adjoint::{plus, scale, zeros, Adj};
 use crate::direct::{AdResult, Arg, Deriver, Gradient, Sweep};
@@ -341,7 +347,7 @@ impl Deriver {
             self.names.fresh("q"),
             self.names.fresh("r"),
         );
-        let grad = self.gradient_with(ctx, body, Adj::Val(var(&g)), sparse)?;
+        let (term, grad) = self.gradient_with(ctx, body, Adj::Val(var(&g)), sparse)?;
         let all_fv = &ctx[..ctx.len() - 2];
         let fv = Self::kept(all_fv.to_vec(), &grad.kept[..all_fv.len()]);
         let (kx, ky) = (fv.len(), fv.len() + 1);
@@ -373,11 +379,7 @@ impl Deriver {
             let_in(
                 step_pattern,
                 var(&q),
-                let_in(
-                    pvar(&r),
-                    grad.term.clone(),
-                    Expr::synth(ExprKind::Tuple(next)),
-                ),
+                let_in(pvar(&r), term, Expr::synth(ExprKind::Tuple(next))),
             ),
         );
         let mut start = vec![z];
@@ -417,19 +419,15 @@ impl Deriver {
         // takes the one reverse scan below, which measured faster for it.
         if *acc_ty == Type::Real && **elem_ty == Type::Real {
             // Free arrays read at computed positions: scattered once.
-            let sparse: Vec<Name> = fv
-                .iter()
-                .filter(|(_, t)| matches!(t, Type::Array(..)))
-                .map(|(n, _)| n.clone())
-                .collect();
-            let grad = self.gradient_with(&ctx, body, Adj::Val(real(1.0)), &sparse)?;
+            let sparse = Self::free_arrays(fv);
+            let (term, grad) = self.gradient_with(&ctx, body, Adj::Val(real(1.0)), &sparse)?;
             let fv = Self::kept(fv.to_vec(), &grad.kept[..fv.len()]);
             let (kx, ky) = (fv.len(), fv.len() + 1);
             let len = fv.len() + 2 + 2 * grad.records.len();
             let function = lambda(params.iter().map(pvar).collect(), body.clone());
             let per_step = array_op(
                 ArrayOp::Map2,
-                lambda(params.iter().map(pvar).collect(), grad.term.clone()),
+                lambda(params.iter().map(pvar).collect(), term),
                 vec![a0, a.clone()],
             );
             let p = self.bind(&mut sw.rev, "partials", per_step);
@@ -502,7 +500,6 @@ impl Deriver {
         let sparse = Self::scattered_by_scans(fv);
         let (back, start, grad) = self.reverse_step(&ctx, params, body, z, None, &sparse)?;
         let fv = Self::kept(fv.to_vec(), &grad.kept[..fv.len()]);
-        let width = fv.len() + 2 + 2 * grad.records.len();
         let cot = self.bind(
             &mut sw.rev,
             "dstates",
@@ -510,33 +507,62 @@ impl Deriver {
         );
         let first = self.bind(&mut sw.rev, "dfirst", index(cot.clone(), 0));
         let steps = self.bind(&mut sw.rev, "dsteps", builtin(Builtin::Shift1R, vec![cot]));
+        let scan = ReverseScan {
+            grad: &grad,
+            params,
+            body,
+            ctx: &ctx,
+            fv: &fv,
+        };
+        self.add_reverse_scan(sw, scan, &first, &steps, (&args[0], &args[1]));
+        Ok(())
+    }
+
+    /// The cotangents a reverse scan of [`Deriver::reverse_step`] gives:
+    /// `first` the state holding the initial value's and the free
+    /// variables' sums, `steps` each step's state (the element's
+    /// cotangent, then the step's sparse records, which are scattered).
+    pub(crate) fn add_reverse_scan(
+        &mut self,
+        sw: &mut Sweep,
+        scan: ReverseScan<'_>,
+        first: &Expr,
+        steps: &Expr,
+        ((v, v_ty), (a, a_ty)): (&Arg, &Arg),
+    ) {
+        let fv = scan.fv;
+        let width = fv.len() + 2 + 2 * scan.grad.records.len();
         let t = self.names.fresh("t");
-        let elem_adj = array_op(
-            ArrayOp::Map,
-            lambda(
-                vec![pvar(&t)],
-                Self::component(var(&t), fv.len() + 1, width),
-            ),
-            vec![steps.clone()],
-        );
+        let elem = Self::component(var(&t), fv.len() + 1, width);
+        let elem_adj = map1(&t, elem, steps.clone());
         self.add(sw, a, a_ty, Adj::Val(elem_adj));
         self.add(sw, v, v_ty, Adj::Val(proj(first.clone(), 0)));
         for (j, (n, t)) in fv.iter().enumerate() {
             self.add(sw, &var(n), t, Adj::Val(proj(first.clone(), 1 + j)));
         }
-        if !grad.records.is_empty() {
-            let function = lambda(params.iter().map(pvar).collect(), body.clone());
+        if !scan.grad.records.is_empty() {
+            let function = lambda(scan.params.iter().map(pvar).collect(), scan.body.clone());
             self.scatter_records(
                 sw,
-                &grad,
+                scan.grad,
                 &function,
-                &ctx,
-                &steps,
+                scan.ctx,
+                steps,
                 fv.len() + 2,
                 width,
                 None,
             );
         }
-        Ok(())
     }
+}
+
+/// What [`Deriver::add_reverse_scan`] reads of the step it reversed: its
+/// gradient's layout, its function, its context and the free variables
+/// whose cotangents the scan sums.
+pub(crate) struct ReverseScan<'a> {
+    pub grad: &'a Gradient,
+    pub params: &'a [Name],
+    pub body: &'a Expr,
+    pub ctx: &'a [(Name, Type)],
+    pub fv: &'a [(Name, Type)],
 }

@@ -18,6 +18,12 @@
 //! not a scalar factor: the body's gradient is seeded with ζ itself,
 //! `P = map2 (x, (y, ζ). ∇e·ζ) A (zip B Z)`, which is the vector–Jacobian
 //! product Figure 17 writes as `g ∗̂ ζ`, without forming the Jacobian.
+//!
+//! Not in the paper: a free array of `e` read at computed positions is left
+//! out of `P`'s `Γ'` part; each element returns its positions and values
+//! instead, scattered once after the map (`Deriver::scatter_records`), so
+//! that `m` lookups into `n` elements cost O(m + n), not the O(m · n) of
+//! summing one cotangent array per element.
 
 use crate::adjoint::{scale, Adj};
 use crate::direct::{AdResult, Arg, Deriver, Sweep};
@@ -50,15 +56,10 @@ impl Deriver {
         let scalar = **elem_ty == Type::Real;
         // Free arrays the body reads at computed positions only: their
         // cotangents are scattered once after the map.
-        let sparse: Vec<Name> = all_fv
-            .iter()
-            .filter(|(_, t)| matches!(t, Type::Array(..)))
-            .map(|(n, _)| n.clone())
-            .collect();
+        let sparse = Self::free_arrays(&all_fv);
         let mut layout = None;
         let mut differentiate = |this: &mut Self, seed: Adj| -> AdResult<Expr> {
-            let g = this.gradient_with(&ctx, body, seed, &sparse)?;
-            let term = g.term.clone();
+            let (term, g) = this.gradient_with(&ctx, body, seed, &sparse)?;
             layout = Some(g);
             Ok(term)
         };

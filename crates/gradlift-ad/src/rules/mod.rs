@@ -103,6 +103,16 @@ impl Deriver {
         }
     }
 
+    /// The free arrays of a function whose per-element gradients an
+    /// operation stores anyway (`map`, the scalar fold of Figure 16): all
+    /// of them are kept sparse.
+    pub(crate) fn free_arrays(fv: &[(Name, Type)]) -> Vec<Name> {
+        fv.iter()
+            .filter(|(_, t)| matches!(t, Type::Array(..)))
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
     /// The free arrays a reverse scan of vector–Jacobian products
     /// (`Deriver::reverse_step`) keeps sparse: those whose size is not a
     /// number written in the program. Records make the scan store every

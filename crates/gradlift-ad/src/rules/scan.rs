@@ -26,7 +26,6 @@
 //!
 //! As for folds, each step's gradient is taken once, in the scan.
 
-use crate::adjoint::Adj;
 use crate::direct::{AdResult, Arg, Deriver, Sweep};
 use gradlift_lang::build::*;
 use gradlift_lang::syntax::*;
@@ -53,7 +52,7 @@ impl Deriver {
         z: Expr,
         left: bool,
     ) -> AdResult<()> {
-        let (v, v_ty) = &args[0];
+        let v_ty = &args[0].1;
         let (a, a_ty) = &args[1];
         let Type::Array(elem_ty, _) = a_ty else {
             unreachable!("a scan over an array")
@@ -86,7 +85,6 @@ impl Deriver {
         let (back, start, grad) =
             self.reverse_step(&ctx, params, body, first, Some(v_ty), &sparse)?;
         let fv = Self::kept(fv, &grad.kept[..ctx.len() - 2]);
-        let width = fv.len() + 2 + 2 * grad.records.len();
         let scan = if left { ArrayOp::Scanr } else { ArrayOp::Scanl };
         let cot = self.bind(
             &mut sw.rev,
@@ -99,33 +97,14 @@ impl Deriver {
             index(cot.clone(), if left { 0 } else { -1 }),
         );
         let steps = self.bind(&mut sw.rev, "dsteps", builtin(shift, vec![cot]));
-        let t = self.names.fresh("t");
-        let elem_adj = array_op(
-            ArrayOp::Map,
-            lambda(
-                vec![pvar(&t)],
-                Self::component(var(&t), fv.len() + 1, width),
-            ),
-            vec![steps.clone()],
-        );
-        self.add(sw, a, a_ty, Adj::Val(elem_adj));
-        self.add(sw, v, v_ty, Adj::Val(proj(last.clone(), 0)));
-        for (j, (n, t)) in fv.iter().enumerate() {
-            self.add(sw, &var(n), t, Adj::Val(proj(last.clone(), 1 + j)));
-        }
-        if !grad.records.is_empty() {
-            let function = lambda(params.iter().map(pvar).collect(), body.clone());
-            self.scatter_records(
-                sw,
-                &grad,
-                &function,
-                &ctx,
-                &steps,
-                fv.len() + 2,
-                width,
-                None,
-            );
-        }
+        let reversed = crate::rules::fold::ReverseScan {
+            grad: &grad,
+            params,
+            body,
+            ctx: &ctx,
+            fv: &fv,
+        };
+        self.add_reverse_scan(sw, reversed, &last, &steps, (&args[0], &args[1]));
         Ok(())
     }
 }
