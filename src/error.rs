@@ -45,6 +45,9 @@ pub enum ErrorKind {
         /// The bytes asked for.
         bytes: u64,
     },
+    /// A `while` loop of native code did not stop within the iteration
+    /// limit ([`crate::Jit::max_iterations`]).
+    IterationLimit,
     /// The function cannot be differentiated as asked.
     Differentiate,
     /// The native backend does not lower a construct (the interpreter runs it).
@@ -242,6 +245,7 @@ impl From<gradlift_jit::CallError> for Error {
         use gradlift_jit::CallError;
         let kind = match e {
             CallError::Arguments(_) => ErrorKind::Arguments,
+            CallError::Status(gradlift_jit::Status::IterationLimit) => ErrorKind::IterationLimit,
             CallError::Status(_) => ErrorKind::Runtime,
             CallError::WorkspaceLimit { needed, limit }
             | CallError::OutputLimit { needed, limit } => ErrorKind::MemoryLimit { needed, limit },
@@ -251,6 +255,8 @@ impl From<gradlift_jit::CallError> for Error {
         let e = Error::from_cause(kind, e);
         if limit {
             e.with_note("`Jit::max_workspace` sets the limit")
+        } else if kind == ErrorKind::IterationLimit {
+            e.with_note("`Jit::max_iterations` (`--max-iterations`) sets the limit")
         } else {
             e
         }

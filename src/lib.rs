@@ -28,6 +28,9 @@ pub use error::{Error, ErrorKind};
 pub struct Program {
     source: Arc<SourceFile>,
     checked: CheckedModule,
+    /// Whether a definition uses a derivative operator (`grad`, `jvp`, …),
+    /// so that the interpreter runs the expanded program.
+    derivatives: bool,
 }
 
 impl Program {
@@ -35,7 +38,18 @@ impl Program {
     pub fn parse(name: &str, text: &str) -> Result<Program, Error> {
         let source = Arc::new(SourceFile::new(name, text));
         match gradlift_lang::check_source(name, text) {
-            Ok(checked) => Ok(Program { source, checked }),
+            Ok(checked) => {
+                let derivatives = checked
+                    .module
+                    .defs
+                    .iter()
+                    .any(|d| gradlift_ad::derivatives::has_derivatives(&d.body));
+                Ok(Program {
+                    source,
+                    checked,
+                    derivatives,
+                })
+            }
             Err(e) => Err(Error::from(e).in_file(&source)),
         }
     }
@@ -86,6 +100,31 @@ impl Program {
     }
 }
 
+/// How [`Function::jacobian`] computes a Jacobian.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum JacobianMode {
+    /// One forward-mode pass per input (`jacfwd`).
+    Forward,
+    /// One reverse-mode pass per output (`jacrev`).
+    Reverse,
+    /// Whichever needs fewer passes for the shape (`jacobian`): forward
+    /// when the inputs are no more than the outputs.
+    #[default]
+    Auto,
+}
+
+impl JacobianMode {
+    /// The operator of the language that computes it.
+    pub fn operator(self) -> gradlift_lang::syntax::Derivative {
+        use gradlift_lang::syntax::Derivative;
+        match self {
+            JacobianMode::Forward => Derivative::JacFwd,
+            JacobianMode::Reverse => Derivative::JacRev,
+            JacobianMode::Auto => Derivative::Jacobian,
+        }
+    }
+}
+
 /// One definition of a [`Program`].
 #[derive(Clone, Copy, Debug)]
 pub struct Function<'p> {
@@ -111,6 +150,119 @@ impl<'p> Function<'p> {
                 Some(src) => Error::from(e).in_file(&Arc::new(src.clone())),
                 None => Error::from(e),
             })
+    }
+
+    /// Its Jacobian with respect to the parameter `wrt` (by default the
+    /// only parameter that holds reals), for a function returning `R` or
+    /// `[R; m]` of a parameter `R` or `[R; n]`: a program whose last
+    /// function, `NAME_jacobian`, takes the same parameters and returns
+    /// the `m × n` matrix (`[[R; n]; m]`; a vector, or a real, when a side
+    /// is a real). It is the definition
+    /// `jacfwd((v. NAME(…, v, …)), wrt)` (or `jacrev`, `jacobian` by
+    /// `mode`) added to the program, so it runs on the interpreter and
+    /// compiles natively like any other.
+    pub fn jacobian(&self, wrt: Option<&str>, mode: JacobianMode) -> Result<Program, Error> {
+        let sig = self.signature();
+        let name = self.name();
+        let vector = |t: &Type| match t {
+            Type::Real => true,
+            Type::Array(e, _) => **e == Type::Real,
+            _ => false,
+        };
+        if !vector(&sig.ret) {
+            return Err(Error::new(
+                ErrorKind::Differentiate,
+                format!(
+                    "a Jacobian needs a function returning `R` or `[R; m]`; `{name}` returns `{}`",
+                    sig.ret
+                ),
+            ));
+        }
+        let reals: Vec<&Name> = sig
+            .params
+            .iter()
+            .filter(|(_, t)| t.as_ref().is_some_and(gradlift_ad::direct::has_reals))
+            .map(|(p, _)| p)
+            .collect();
+        let wrt: Name = match (wrt, reals.as_slice()) {
+            (Some(w), _) => Name::from(w),
+            (None, [only]) => (*only).clone(),
+            (None, _) => {
+                return Err(Error::new(
+                    ErrorKind::Differentiate,
+                    format!(
+                        "`{name}` has {} parameters that hold reals ({}): name the one to differentiate with --wrt",
+                        reals.len(),
+                        reals.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", ")
+                    ),
+                ))
+            }
+        };
+        match sig.params.iter().find(|(p, _)| *p == wrt) {
+            Some((_, Some(t))) if vector(t) => {}
+            Some((_, t)) => {
+                let t = t.as_ref().map_or("size".to_string(), |t| t.to_string());
+                return Err(Error::new(
+                    ErrorKind::Differentiate,
+                    format!("a Jacobian is taken with respect to a parameter `R` or `[R; n]`; `{wrt}` is `{t}`"),
+                ));
+            }
+            None => {
+                return Err(Error::new(
+                    ErrorKind::Differentiate,
+                    format!("`{wrt}` is not a parameter of `{name}`"),
+                ))
+            }
+        }
+        // A definition name and a lambda binder no program name has.
+        let taken = |n: &str| {
+            self.program.checked.index_of(n).is_some() || sig.params.iter().any(|(p, _)| &**p == n)
+        };
+        let fresh = |base: String| {
+            (0..)
+                .map(|k| {
+                    if k == 0 {
+                        base.clone()
+                    } else {
+                        format!("{base}_{k}")
+                    }
+                })
+                .find(|n| !taken(n))
+                .expect("a free name")
+        };
+        let def_name = fresh(format!("{name}_jacobian"));
+        let point = fresh("point".to_string());
+        let params: Vec<String> = sig
+            .params
+            .iter()
+            .map(|(p, t)| match t {
+                Some(t) => format!("{p}: {t}"),
+                None => format!("{p}: size"),
+            })
+            .collect();
+        let call: Vec<String> = sig
+            .params
+            .iter()
+            .map(|(p, _)| {
+                if *p == wrt {
+                    point.clone()
+                } else {
+                    p.to_string()
+                }
+            })
+            .collect();
+        let text = format!(
+            "{}
+
+# The Jacobian of `{name}` with respect to `{wrt}`.
+def {def_name}({}) = {}(({point}. {name}({})), {wrt})
+",
+            self.program.source.text,
+            params.join(", "),
+            mode.operator().name(),
+            call.join(", "),
+        );
+        Program::parse(&self.program.source.name, &text)
     }
 
     /// Its gradient program with respect to the parameters `wrt` (every
@@ -296,12 +448,12 @@ impl<'p> Function<'p> {
 
     /// Its Source UNF (Figure 9; the `unf` stage).
     pub fn source_unf(&self) -> Result<gradlift_ad::unf::Unf, Error> {
-        gradlift_ad::pipeline::source_unf(&self.closed()).map_err(|e| self.locate(e))
+        gradlift_ad::pipeline::source_unf(&self.closed()?).map_err(|e| self.locate(e))
     }
 
     /// Its Target UNF (Figure 8; the `target-unf` stage).
     pub fn target_unf(&self) -> Result<gradlift_ad::reverse_unf::TargetUnf, Error> {
-        gradlift_ad::pipeline::target_unf(&self.closed()).map_err(|e| self.locate(e))
+        gradlift_ad::pipeline::target_unf(&self.closed()?).map_err(|e| self.locate(e))
     }
 
     /// Runs the pipeline for `goal` up to the stage `name` (a pass of
@@ -343,9 +495,18 @@ impl<'p> Function<'p> {
         })
     }
 
-    /// The definition inlined into one closed term.
-    pub fn closed(&self) -> gradlift_ad::inline::Closed {
-        gradlift_ad::inline::inline(&self.program.checked, self.index)
+    /// The definition inlined into one closed term, its derivative
+    /// operators (`grad`, `jvp`, …) expanded: the closed Source term the
+    /// passes that differentiate read.
+    pub fn closed(&self) -> Result<gradlift_ad::inline::Closed, Error> {
+        if !self.program.derivatives {
+            return Ok(gradlift_ad::inline::inline(
+                &self.program.checked,
+                self.index,
+            ));
+        }
+        gradlift_ad::pipeline::expanded(&self.program.checked, self.index)
+            .map_err(|e| self.locate(e))
     }
 
     /// [`Function::closed`] with its body simplified as gradients are
@@ -374,10 +535,46 @@ impl<'p> Function<'p> {
         })
     }
 
-    /// Evaluates it on the reference interpreter.
+    /// Evaluates it on the reference interpreter. A program that uses a
+    /// derivative operator runs with its derivatives expanded
+    /// ([`gradlift_ad::pipeline::expanded`]).
     pub fn eval(&self, args: &[Value]) -> Result<Value, Error> {
-        gradlift_lang::interp::call(&self.program.checked, self.index, args)
-            .map_err(|e| self.locate(e))
+        self.eval_with(args, Default::default())
+    }
+
+    /// [`Function::eval`] under the interpreter's `limits` (array sizes,
+    /// the steps of a `while` loop).
+    pub fn eval_with(
+        &self,
+        args: &[Value],
+        limits: gradlift_lang::interp::Limits,
+    ) -> Result<Value, Error> {
+        if !self.program.derivatives {
+            return gradlift_lang::interp::call_with_limits(
+                &self.program.checked,
+                self.index,
+                args,
+                limits,
+            )
+            .map_err(|e| self.locate(e));
+        }
+        let program = gradlift_ad::pipeline::expanded(&self.program.checked, self.index)
+            .map_err(|e| self.locate(e))?;
+        let sizes = self.caller().check(args, None)?;
+        let mut vars: Vec<(Name, Value)> =
+            sizes.into_iter().map(|(n, v)| (n, Value::Int(v))).collect();
+        for ((p, t), a) in program.params.iter().zip(args) {
+            if t.is_some() {
+                vars.push((p.clone(), a.clone()));
+            }
+        }
+        gradlift_lang::interp::eval_expr_with_limits(
+            &self.program.checked,
+            &vars,
+            &program.body,
+            limits,
+        )
+        .map_err(|e| self.locate(e))
     }
 }
 
@@ -645,6 +842,15 @@ impl GradientProgram<'_> {
     /// Value and gradient at `args` (one value per parameter) on the
     /// reference interpreter: one cotangent per parameter of [`Self::wrt`].
     pub fn eval(&self, args: &[Value]) -> Result<(f64, Vec<Value>), Error> {
+        self.eval_with(args, Default::default())
+    }
+
+    /// [`GradientProgram::eval`] under the interpreter's `limits`.
+    pub fn eval_with(
+        &self,
+        args: &[Value],
+        limits: gradlift_lang::interp::Limits,
+    ) -> Result<(f64, Vec<Value>), Error> {
         let f = &self.function;
         let sig = f.signature();
         let sizes = f.caller().check(args, None)?;
@@ -655,8 +861,13 @@ impl GradientProgram<'_> {
                 vars.push((p.clone(), a.clone()));
             }
         }
-        let out = gradlift_lang::interp::eval_expr(&f.program.checked, &vars, &self.gradient.term)
-            .map_err(|e| f.locate(e))?;
+        let out = gradlift_lang::interp::eval_expr_with_limits(
+            &f.program.checked,
+            &vars,
+            &self.gradient.term,
+            limits,
+        )
+        .map_err(|e| f.locate(e))?;
         Ok(split_gradient(out, self.gradient.wrt.len()))
     }
 }

@@ -47,7 +47,7 @@ fn doubling_ratio(text: &str) -> f64 {
     use gradlift::ad::cost::gradient_cost;
     let program = Program::parse("t.grad", text).unwrap();
     let f = program.last_function().unwrap();
-    let closed = f.closed();
+    let closed = f.closed().unwrap();
     let g = f.gradient(None, Default::default()).unwrap();
     let cost = gradient_cost(&closed.context(), &closed.size_vars, g.term()).unwrap();
     let at = |n: f64| -> f64 {
@@ -308,7 +308,7 @@ fn the_gradient_of_lookups_is_linear_in_lookups_and_elements() {
   reduce (+) 0 (map (i. w[idx[i]] * x[i] + w[idx[i] + 1]) (iota(m)))";
     let program = Program::parse("t.grad", text).unwrap();
     let f = program.function("f").unwrap();
-    let closed = f.closed();
+    let closed = f.closed().unwrap();
     let g = f.gradient(None, Default::default()).unwrap();
     let ctx = closed.context();
     let total = |c: &gradlift::ad::cost::Cost, n: f64, m: f64| -> f64 {

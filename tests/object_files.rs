@@ -42,7 +42,7 @@ fn cases(triple: &str) -> (Vec<Call>, Vec<u8>) {
         let args = f.args(&Args::from_json(&case["at"]).unwrap()).unwrap();
         let sig = f.signature();
         let sizes = gradlift::lang::value::bind_sizes(f.name(), sig, &args).unwrap();
-        let c = f.closed();
+        let c = f.closed().unwrap();
         let size_words: Vec<i64> = c.size_vars.iter().map(|v| sizes[v]).collect();
         let inputs: Vec<Vec<f64>> = sig
             .params

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gradlift against JAX on the GradBench modules hello, lse, llsq, ode, kmeans, lstm, gmm, det.
+"""gradlift against JAX on the GradBench modules hello, lse, llsq, ode, kmeans, lstm, gmm, det, saddle, particle.
 
 Each module runs at the GradBench sizes through `gradlift gradbench` (the
 GradBench protocol on a pipe: the times are those the tool reports, the
@@ -161,6 +161,70 @@ def det_primal(a, ell):
     return jnp.linalg.det(a.reshape(ell, ell))
 
 
+# saddle and particle: nested derivatives through loops that stop on a
+# condition. JAX cannot reverse-differentiate `lax.while_loop`, so the
+# loops are Python loops, which `jax.grad` and `jax.jacfwd` trace (Python
+# control flow is allowed under them, not under `jax.jit`): GradBench's
+# solver, written as its Futhark tool writes it.
+
+
+def argmin(grad, f, x):
+    g = grad(f)
+    fx, gx, eta, i = f(x), g(x), 1e-5, 0
+    while True:
+        if jnp.sqrt(jnp.sum(gx * gx)) <= 1e-5:
+            return x
+        if i == 10:
+            eta, i = 2 * eta, 0
+            continue
+        x2 = x - eta * gx
+        if jnp.sqrt(jnp.sum((x - x2) ** 2)) <= 1e-5:
+            return x
+        fx2 = f(x2)
+        if fx2 < fx:
+            x, fx, gx, i = x2, fx2, g(x2), i + 1
+        else:
+            eta, i = eta / 2, 0
+
+
+def argmax(grad, f, x):
+    return argmin(grad, lambda y: -f(y), x)
+
+
+def saddle(grad0, grad1, start):
+    def f(p1, p2):
+        return (p1[0] ** 2 + p1[1] ** 2) - (p2[0] ** 2 + p2[1] ** 2)
+
+    def r1_cost(p1):
+        return f(p1, argmax(grad1, lambda p: f(p1, p), start))
+
+    r1 = argmin(grad0, r1_cost, start)
+    r2 = argmax(grad0, lambda p: f(r1, p), start)
+    return jnp.concatenate([r1, r2])
+
+
+def particle(grad0, grad1, w0):
+    def flight(w):
+        charges = [jnp.array([10.0, 10.0 - w]), jnp.array([10.0, 0.0])]
+
+        def potential(x):
+            return sum(1 / jnp.sqrt(jnp.sum((x - c) ** 2)) for c in charges)
+
+        x, xdot = jnp.array([0.0, 8.0]), jnp.array([0.75, 0.0])
+        while True:
+            xddot = -grad1(potential)(x)
+            x2 = x + 0.1 * xdot
+            if x2[1] > 0:
+                x, xdot = x2, xdot + 0.1 * xddot
+            else:
+                break
+        dt = -x[1] / xdot[1]
+        landing = x[0] + dt * xdot[0]
+        return landing * landing
+
+    return argmin(grad0, lambda v: flight(v[0]), jnp.array([w0]))[0]
+
+
 JAX = {
     ("hello", "square"): jax.jit(lambda x: x * x),
     ("hello", "double"): jax.jit(jax.grad(lambda x: x * x)),
@@ -181,6 +245,14 @@ JAX = {
     ("det", "primal"): jax.jit(det_primal, static_argnums=1),
     ("det", "gradient"): jax.jit(jax.grad(det_primal), static_argnums=1),
 }
+for _mode, (_g0, _g1) in {
+    "rr": (jax.grad, jax.grad),
+    "ff": (jax.jacfwd, jax.jacfwd),
+    "fr": (jax.jacfwd, jax.grad),
+    "rf": (jax.grad, jax.jacfwd),
+}.items():
+    JAX[("saddle", _mode)] = lambda start, g0=_g0, g1=_g1: saddle(g0, g1, start)
+    JAX[("particle", _mode)] = lambda w, g0=_g0, g1=_g1: particle(g0, g1, w)
 
 
 def jax_args(module, input):
@@ -208,6 +280,10 @@ def jax_args(module, input):
         return (jax.device_put(np.array(input["x"])), input["m"], input["gamma"], *arrays)
     if module == "det":
         return (jax.device_put(np.array(input["A"])), input["ell"])
+    if module == "saddle":
+        return (jax.device_put(np.array(input["start"])),)
+    if module == "particle":
+        return (input["w"],)
     raise ValueError(module)
 
 
@@ -322,6 +398,10 @@ def inputs(module, quick):
     elif module == "det":
         for ell in [5, 8, 11] if quick else range(5, 12):
             yield f"ell={ell}", {"A": rng.random(ell * ell).tolist(), "ell": ell}
+    elif module == "saddle":
+        yield "start=[1,1]", {"start": [1.0, 1.0]}
+    elif module == "particle":
+        yield "w=0", {"w": 0.0}
 
 
 FUNCTIONS = {
@@ -333,6 +413,8 @@ FUNCTIONS = {
     "lstm": ["objective", "jacobian"],
     "gmm": ["objective", "jacobian"],
     "det": ["primal", "gradient"],
+    "saddle": ["rr", "ff", "fr", "rf"],
+    "particle": ["rr", "ff", "fr", "rf"],
 }
 
 

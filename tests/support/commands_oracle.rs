@@ -80,7 +80,7 @@ pub fn check_program(text: &str, args: &[Value], finite: bool, seed: u64, jit: &
     };
 
     // emit --stage source: prints and parses back.
-    let closed = f.closed();
+    let closed = f.closed().unwrap();
     let def = gradlift::lang::Def {
         name: closed.name.clone(),
         name_span: Default::default(),

@@ -449,6 +449,12 @@ impl Coster {
             ExprKind::ArrayOp(ArrayOp::Revfold(schedule), f, args) => {
                 self.revfold(*schedule, f, args)?
             }
+            ExprKind::ArrayOp(op @ (ArrayOp::While | ArrayOp::Revwhile(_)), ..) => {
+                return Err(CostError(format!(
+                    "a `{}` loop, whose cost depends on how many steps it takes, known only when it runs",
+                    op.name()
+                )))
+            }
             ExprKind::ArrayOp(op, f, args) => {
                 let n = self.length(args.last().expect("an array argument"))?;
                 let arg_cost = self.all(args)?;
@@ -499,6 +505,12 @@ impl Coster {
             }
             ExprKind::Lambda(..) | ExprKind::Apply(..) | ExprKind::PrimFn(_) => {
                 return Err(CostError("a function value".into()))
+            }
+            ExprKind::Derive(d, ..) => {
+                return Err(CostError(format!(
+                    "`{}` before its expansion (the cost model reads expanded programs)",
+                    d.name()
+                )))
             }
         })
     }

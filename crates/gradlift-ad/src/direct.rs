@@ -91,6 +91,14 @@ pub enum AdError {
     /// Simplification failed (a broken invariant of the gradient program).
     #[error("simplifying the gradient program: {0}")]
     Simplify(#[from] crate::simplify::SimplifyError),
+    /// A derivative operator that cannot be expanded.
+    #[error("{message}")]
+    Derivative {
+        /// What is wrong.
+        message: String,
+        /// Where.
+        span: Span,
+    },
     /// A function value that inlining could not remove (see
     /// [`crate::inline::first_order`]).
     #[error("{message}")]
@@ -105,7 +113,9 @@ pub enum AdError {
 impl Spanned for AdError {
     fn span(&self) -> Span {
         match self {
-            AdError::Unsupported { span, .. } | AdError::FunctionValue { span, .. } => *span,
+            AdError::Unsupported { span, .. }
+            | AdError::FunctionValue { span, .. }
+            | AdError::Derivative { span, .. } => *span,
             AdError::Simplify(e) => e.span(),
             AdError::NotScalar { .. }
             | AdError::UnknownParameter(_)
@@ -848,6 +858,7 @@ impl Deriver {
             ExprKind::ArrayOp(op, f, args) => self.forward_array_op(tape, *op, f, args),
             ExprKind::Lambda(..) | ExprKind::PrimFn(_) => unsupported("a function value"),
             ExprKind::Apply(..) => unsupported("the application of a function value"),
+            ExprKind::Derive(..) => unsupported("a derivative operator before its expansion"),
         }
     }
 
@@ -989,6 +1000,28 @@ impl Deriver {
                     body,
                     args,
                     states: Some(ext_name),
+                },
+            );
+        }
+        if op == ArrayOp::While {
+            // The reverse needs the trip count: the loop counts its steps.
+            let counted_value = self.counted_while(&names[0], &body, arg_atoms[0].clone());
+            let (counted, _) = self.emit(tape, "counted", counted_value, StepKind::Constant)?;
+            tape.steps.pop();
+            let ExprKind::Var(counted_name) = &counted.kind else {
+                unreachable!("emit returns a variable")
+            };
+            let counted_name = counted_name.clone();
+            return self.emit(
+                tape,
+                "t",
+                proj(counted, 0),
+                StepKind::ArrayOp {
+                    op,
+                    params: names,
+                    body,
+                    args,
+                    states: Some(counted_name),
                 },
             );
         }

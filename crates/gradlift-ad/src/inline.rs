@@ -230,6 +230,12 @@ impl Inliner<'_> {
                 let args = args.iter().map(|a| self.expr(a, frame)).collect();
                 ExprKind::ArrayOp(*op, Box::new(f), args)
             }
+            ExprKind::Derive(d, f, args) => {
+                let arity = d.fn_arity(args.len()).expect("checked");
+                let f = self.function(f, arity, frame);
+                let args = self.all(args, frame);
+                ExprKind::Derive(*d, Box::new(f), args)
+            }
             ExprKind::Const(_) | ExprKind::Int(_) | ExprKind::Literal(_) | ExprKind::PrimFn(_) => {
                 e.kind.clone()
             }
@@ -355,10 +361,7 @@ impl Inliner<'_> {
             ExprKind::PrimFn(p) => self.eta(*p, arity),
             ExprKind::Var(n) if self.def_named(n).is_some() => {
                 let callee = self.def_named(n).expect("checked");
-                let params: Vec<Name> = ["a", "b"][..arity]
-                    .iter()
-                    .map(|b| self.names.fresh(b))
-                    .collect();
+                let params = self.parameters(arity);
                 let args = params.iter().map(build::var).collect();
                 let body = self.call(callee, f.span, args, frame);
                 build::lambda(params.iter().map(build::pvar).collect(), body)
@@ -392,12 +395,16 @@ impl Inliner<'_> {
         }
     }
 
+    /// `arity` fresh parameter names: `a`, `b`, then `a_1`, ….
+    fn parameters(&mut self, arity: usize) -> Vec<Name> {
+        (0..arity)
+            .map(|i| self.names.fresh(["a", "b"].get(i).unwrap_or(&"a")))
+            .collect()
+    }
+
     /// `(a, b. p(a, b))`.
     fn eta(&mut self, p: gradlift_lang::Prim, arity: usize) -> Expr {
-        let params: Vec<Name> = ["a", "b"][..arity]
-            .iter()
-            .map(|b| self.names.fresh(b))
-            .collect();
+        let params = self.parameters(arity);
         let args = params.iter().map(build::var).collect();
         let body = build::prim(p, args);
         build::lambda(params.iter().map(build::pvar).collect(), body)
@@ -448,7 +455,14 @@ fn check_first_order(e: &Expr, parent: Parent) -> Result<(), AdError> {
                 Parent::Other => refuse(AS_VALUE),
             },
             ExprKind::Apply(..) => refuse(UNKNOWN_CALL),
-            ExprKind::ArrayOp(_, f, args) => {
+            ExprKind::Derive(d, ..) => Err(AdError::Derivative {
+                message: format!(
+                    "`{}` before its expansion: differentiate the program the `derivatives` pass makes (pipeline::expanded)",
+                    d.name()
+                ),
+                span: e.span,
+            }),
+            ExprKind::ArrayOp(op, f, args) => {
                 if !matches!(f.kind, ExprKind::Lambda(..)) {
                     return Err(AdError::FunctionValue {
                         message: UNKNOWN_CALL.to_string(),
@@ -456,8 +470,17 @@ fn check_first_order(e: &Expr, parent: Parent) -> Result<(), AdError> {
                     });
                 }
                 check_first_order(f, Parent::OpFunction)?;
-                args.iter()
-                    .try_for_each(|a| check_first_order(a, Parent::Other))
+                // The step of `revfold` and `revwhile` (a gradient a
+                // derivative operator expanded) is a function too.
+                let step = matches!(op, ArrayOp::Revfold(_) | ArrayOp::Revwhile(_));
+                args.iter().enumerate().try_for_each(|(i, a)| {
+                    let parent = if step && i == 0 {
+                        Parent::OpFunction
+                    } else {
+                        Parent::Other
+                    };
+                    check_first_order(a, parent)
+                })
             }
             ExprKind::Let { .. } => {
                 let mut cur = e;

@@ -5,6 +5,7 @@
 
 pub mod adjoint;
 pub mod cost;
+pub mod derivatives;
 pub mod direct;
 pub mod forward;
 pub mod inline;

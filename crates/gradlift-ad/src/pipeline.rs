@@ -105,6 +105,20 @@ pub const PASSES: &[Pass] = &[
         when: |_| true,
     },
     Pass {
+        name: "derivatives",
+        description: "expand every derivative operator (grad, vjp, jvp, jacfwd, jacrev, jacobian), innermost first, into the program that computes it",
+        implements: "not in the paper (nested derivatives: each expansion runs the passes below on its own closed function)",
+        input: Ir::Source,
+        output: Ir::Source,
+        view: false,
+        run: |c| {
+            let expanded = crate::derivatives::expand(c.module, c.program(), c.options)?;
+            c.program = Some(expanded);
+            Ok(())
+        },
+        when: |c| crate::derivatives::has_derivatives(&c.program().body),
+    },
+    Pass {
         name: "first-order",
         description: "check that every lambda is an array operation's function and nothing else is applied (a function that is data is refused, with its position)",
         implements: "not in the paper (its Source has no function values)",
@@ -173,6 +187,7 @@ pub const PASSES: &[Pass] = &[
                 .collect();
             let wrt_names = c.wrt.clone().unwrap_or(all);
             direct::check_wrt(&source, &wrt_names)?;
+            refuse_reversed_loops(&source.body)?;
             let term = match c.options.route {
                 Route::Unf => unf_inverse::reverse(&source, &wrt_names, c.options.construction)?,
                 Route::Direct => direct::reverse(&source, &wrt_names, c.options.construction)?,
@@ -369,28 +384,98 @@ pub fn compile<'m>(
     options: Options,
     stop_at: Option<&'m str>,
 ) -> Result<Compilation<'m>, AdError> {
-    let mut c = Compilation {
+    let mut c = Compilation::new(module, index, goal, wrt, options, stop_at, None);
+    run_passes(&mut c, PASSES)?;
+    Ok(c)
+}
+
+impl<'m> Compilation<'m> {
+    fn new(
+        module: &'m CheckedModule,
+        index: usize,
+        goal: Goal,
+        wrt: Option<&[Name]>,
+        options: Options,
+        stop_at: Option<&'m str>,
+        program: Option<Closed>,
+    ) -> Compilation<'m> {
+        Compilation {
+            module,
+            index,
+            goal,
+            options,
+            wrt: wrt.map(|w| w.to_vec()),
+            stop_at,
+            done: false,
+            program,
+            source: None,
+            unf: None,
+            target_unf: None,
+            wrt_params: Vec::new(),
+            times: Vec::new(),
+            simplifier: Vec::new(),
+        }
+    }
+}
+
+/// The program of `goal` for the closed function `closed` (a function the
+/// `derivatives` pass made, whose own derivatives are expanded): the
+/// passes after `derivatives`, up to `stop_at`.
+pub fn compile_closed(
+    module: &CheckedModule,
+    closed: Closed,
+    goal: Goal,
+    wrt: Option<&[Name]>,
+    options: Options,
+    stop_at: Option<&str>,
+) -> Result<Closed, AdError> {
+    let mut c = Compilation::new(
+        module,
+        usize::MAX,
+        goal,
+        wrt,
+        options,
+        stop_at,
+        Some(closed),
+    );
+    let after = PASSES
+        .iter()
+        .position(|p| p.name == "derivatives")
+        .expect("the pass exists");
+    run_passes(&mut c, &PASSES[after + 1..])?;
+    Ok(c.program.expect("the passes keep a program"))
+}
+
+/// The definition `index` of `module` inlined, with its derivative
+/// operators expanded: the program the interpreter runs for a definition
+/// that uses `grad`, `jvp`, ….
+pub fn expanded(module: &CheckedModule, index: usize) -> Result<Closed, AdError> {
+    let c = compile(
         module,
         index,
-        goal,
-        options,
-        wrt: wrt.map(|w| w.to_vec()),
-        stop_at,
-        done: false,
-        program: None,
-        source: None,
-        unf: None,
-        target_unf: None,
-        wrt_params: Vec::new(),
-        times: Vec::new(),
-        simplifier: Vec::new(),
-    };
-    for pass in PASSES {
-        if !(pass.when)(&c) || (pass.view && c.stop_at != Some(pass.name)) {
+        Goal::Primal,
+        None,
+        Options::default(),
+        Some("derivatives"),
+    )?;
+    Ok(c.program.expect("the passes make a program"))
+}
+
+fn run_passes(c: &mut Compilation<'_>, passes: &[Pass]) -> Result<(), AdError> {
+    for pass in passes {
+        if !(pass.when)(c) {
+            // A stage that has nothing to do ends the compilation all the
+            // same: its output is its input.
+            if c.stop_at == Some(pass.name) {
+                break;
+            }
+            continue;
+        }
+        if pass.view && c.stop_at != Some(pass.name) {
             continue;
         }
         let (start, before) = (Instant::now(), c.times.len());
-        (pass.run)(&mut c)?;
+        (pass.run)(c)?;
         // The pass before the members of its group, if it is one.
         c.times.insert(
             before,
@@ -401,13 +486,13 @@ pub fn compile<'m>(
             },
         );
         if cfg!(debug_assertions) && !pass.view {
-            verify_pass(pass, &c);
+            verify_pass(pass, c);
         }
         if c.done || c.stop_at == Some(pass.name) {
             break;
         }
     }
-    Ok(c)
+    Ok(())
 }
 
 /// Verifies the program after `pass` (see the module documentation).
@@ -466,6 +551,27 @@ pub fn verify_term(
             .chain(size_vars.iter().cloned())
             .collect();
         no_shadowing(e, &mut scope)?;
+    }
+    Ok(())
+}
+
+/// Reverse mode has no rule for the reverse of a loop (`revfold`,
+/// `revwhile`), which a derivative operator's expansion leaves in a
+/// program: the derivative of a gradient through a checkpointed or
+/// `while` loop is taken by forward mode (`jvp`, `hvp`), not by reverse.
+fn refuse_reversed_loops(e: &Expr) -> Result<(), AdError> {
+    let mut todo = vec![e];
+    while let Some(e) = todo.pop() {
+        if let ExprKind::ArrayOp(op @ (ArrayOp::Revfold(_) | ArrayOp::Revwhile(_)), ..) = &e.kind {
+            return Err(AdError::Unsupported {
+                what: format!(
+                    "a `{}`, the reverse of a loop inside a derivative, by reverse mode: take the derivative of such a gradient by forward mode (`jvp`, `jacfwd`, `hvp`)",
+                    op.name()
+                ),
+                span: e.span,
+            });
+        }
+        todo.extend(e.children());
     }
     Ok(())
 }

@@ -237,8 +237,11 @@ impl Compiler {
                 let (names, body) = plain_params(params, body);
                 self.args_then(args, OpKind::ArrayOp(*op, names, body))
             }
-            ExprKind::Lambda(..) | ExprKind::PrimFn(_) | ExprKind::Apply(..) => {
-                unreachable!("the UNF route receives first-order Source terms")
+            ExprKind::Lambda(..)
+            | ExprKind::PrimFn(_)
+            | ExprKind::Apply(..)
+            | ExprKind::Derive(..) => {
+                unreachable!("the UNF route receives first-order, expanded Source terms")
             }
         }
     }

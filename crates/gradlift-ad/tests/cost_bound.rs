@@ -133,3 +133,38 @@ fn the_bound_holds_on_generated_programs() {
     );
     assert!(checked >= 200 && exceptions * 20 <= checked);
 }
+
+/// A program holding derivatives is costed as the term they expand to, so
+/// the theorem applies to it as to any other: its gradient is within
+/// `4·3^p` of the expanded program, and each expansion of `grad` is the
+/// inner function's gradient program, within `4·3^p` of that function.
+/// Both are checked on nested programs (reverse over reverse, reverse over
+/// forward) at two sizes.
+#[test]
+fn the_bound_holds_for_nested_derivatives() {
+    let cases = [
+        "def f(x: R) -> R = x * x * sin(x)
+def g(x: R) -> R = grad(f, x)",
+        "def f(x: [R; n]) -> R = reduce (+) 0 (map (v. v * exp(v)) x)
+def g(x: [R; n]) -> R = grad(f, x)[0] + reduce (+) 0 (map (v. v * v) (grad(f, x)))",
+        "def f(x: [R; n], y: [R; n]) -> R = reduce (+) 0 (map2 (a, b. a * sin(b)) x y)
+def g(x: [R; n], y: [R; n]) -> R = let (gx, gy) = grad(f, x, y) in reduce (+) 0 (map2 (*) gx gy)",
+        "def f(x: [R; n]) -> R = reduce (+) 0 (map (v. v * v * sin(v)) x)
+def g(x: [R; n]) -> R = (jvp(f, x, x)).1",
+    ];
+    for text in cases {
+        let m = check_source("nested.grad", text).unwrap();
+        for size in [10.0, 1000.0] {
+            let sizes: HashMap<Name, f64> = [(Name::from("n"), size)].into_iter().collect();
+            let (pf, gf, bf) = totals(&m, 0, &sizes);
+            let (pg, gg, bg) = totals(&m, 1, &sizes);
+            assert!(gf <= bf * pf, "{text}: inner Cost(∇f) = {gf} > {bf}·{pf}");
+            assert!(gg <= bg * pg, "{text}: outer Cost(∇g) = {gg} > {bg}·{pg}");
+            if text.contains("= grad(f, x)\n") || text.ends_with("= grad(f, x)") {
+                // g is f's gradient program, but for the bindings of its
+                // arguments.
+                assert!(pg <= gf + 10.0, "{text}: Cost(g) = {pg}, Cost(∇f) = {gf}");
+            }
+        }
+    }
+}

@@ -28,7 +28,7 @@ fn examples_round_trip() {
         if path.extension().is_some_and(|e| e == "grad") {
             let m = check_source("e.grad", &std::fs::read_to_string(&path).unwrap()).unwrap();
             for i in 0..m.module.defs.len() {
-                round_trip(&inline(&m, i));
+                round_trip(&gradlift_ad::pipeline::expanded(&m, i).unwrap());
             }
         }
     }

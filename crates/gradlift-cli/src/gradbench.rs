@@ -71,7 +71,9 @@ fn compile_module(source: &ModuleSource, jit: &Jit) -> Result<Module, String> {
     let mut entries = HashMap::new();
     for &(name, derive) in source.functions {
         let (function, code) = match derive {
-            Derive::Value(f) | Derive::Repeated { function: f, .. } => {
+            Derive::Value(f)
+            | Derive::Repeated { function: f, .. }
+            | Derive::BundleJacobian { function: f } => {
                 let function = program.function(f).map_err(|e| e.to_string())?;
                 let compiled = function.compile(jit).map_err(|e| e.to_string())?;
                 (function, Code::Function(compiled))
@@ -418,6 +420,10 @@ impl Call {
                 }
                 Json::Object(members)
             }
+            (Derive::BundleJacobian { .. }, _) => {
+                let size = |v: &str| self.sizes.get(v).copied().unwrap_or(0);
+                bundle_jacobian(size("n"), size("m"), size("p"), &self.out)
+            }
             (Derive::NamedGradient { wrt, .. }, _) => {
                 let mut out = self.out[1..].iter();
                 let mut members = Map::new();
@@ -441,6 +447,47 @@ impl Call {
             }
         }
     }
+}
+
+/// GradBench ba's sparse Jacobian ([`Derive::BundleJacobian`]) from `out`:
+/// p blocks of 2 × 15 reals, then p derivatives of the weights' residuals.
+/// Row 2j and 2j + 1 hold observation j's block, whose columns are its
+/// camera's (`11·(j mod n)` on), its point's (`11n + 3·(j mod m)` on) and
+/// its weight's (`11n + 3m + j`); row 2p + j holds weight j's derivative.
+fn bundle_jacobian(n: i64, m: i64, p: i64, out: &[f64]) -> Json {
+    const BLOCK: usize = 30;
+    let row_start = |i: i64| {
+        if i <= 2 * p {
+            15 * i
+        } else {
+            30 * p + (i - 2 * p)
+        }
+    };
+    let column = |k: usize| -> i64 {
+        // Entry k of observation 0's two rows.
+        match k % 15 {
+            c @ 0..=10 => c as i64,
+            c @ 11..=13 => 11 * n + (c as i64 - 11),
+            _ => 11 * n + 3 * m,
+        }
+    };
+    let count = |i: usize| (p as usize * BLOCK).min(i);
+    let mut rows: Vec<Json> = (0..BLOCK as i64)
+        .map(|i| Json::from(row_start(i)))
+        .collect();
+    rows.push(Json::from(row_start(3 * p)));
+    let mut cols: Vec<Json> = (0..count(BLOCK)).map(|k| Json::from(column(k))).collect();
+    cols.push(Json::from(11 * n + 3 * m + p - 1));
+    let mut vals: Vec<Json> = out[..count(BLOCK)]
+        .iter()
+        .map(|x| Value::Real(*x).to_json())
+        .collect();
+    vals.push(Value::Real(out.last().copied().unwrap_or(0.0)).to_json());
+    Json::Object(Map::from_iter([
+        ("rows".to_string(), Json::Array(rows)),
+        ("cols".to_string(), Json::Array(cols)),
+        ("vals".to_string(), Json::Array(vals)),
+    ]))
 }
 
 /// Regroups the rows of the input member `name`, an array of 2k rows, as

@@ -53,6 +53,21 @@ enum Command {
         "  gradlift grad examples/mlp.grad --at @inputs.json --wrt W1,b1"
     ))]
     Grad(GradArgs),
+    /// The Jacobian of a vector-valued function.
+    ///
+    /// For a function returning `R` or `[R; m]`, the matrix of the
+    /// derivatives of its results with respect to one parameter of type
+    /// `R` or `[R; n]` (--wrt; by default the only one that holds reals):
+    /// m rows of n. By default it takes whichever of forward mode (one pass
+    /// per input) and reverse mode (one pass per output) needs fewer passes
+    /// for the shape; --mode picks one. With --json, one object
+    /// {"jacobian": […]}.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  gradlift jacobian examples/jacobian.grad --fn tip --at 'x=[0.3, 0.5, -0.4]'\n",
+        "  gradlift jacobian examples/jacobian.grad --fn tip --at 'x=[0.3, 0.5, -0.4]' --mode reverse --json"
+    ))]
+    Jacobian(JacobianArgs),
     /// Print a stage of the pipeline.
     ///
     /// Stages: source (the function inlined into one term, every binder
@@ -204,6 +219,20 @@ pub(crate) struct Limits {
     /// error saying how much it needs.
     #[arg(long, value_name = "BYTES", default_value = "4GiB", value_parser = parse_bytes)]
     max_workspace: u64,
+    /// The most steps a `while` loop takes, in either engine: a loop still
+    /// going after that many stops the program with an error.
+    #[arg(long, value_name = "STEPS", default_value_t = gradlift::lang::interp::DEFAULT_MAX_ITERATIONS)]
+    max_iterations: u64,
+}
+
+impl Limits {
+    /// The interpreter's limits under these.
+    fn interp(&self) -> gradlift::lang::interp::Limits {
+        gradlift::lang::interp::Limits {
+            max_iterations: self.max_iterations,
+            ..Default::default()
+        }
+    }
 }
 
 /// A round number of bytes, at least `needed`, as --max-workspace reads it.
@@ -264,6 +293,29 @@ struct GradArgs {
     /// Print each pass's time on stderr, and why the simplifier stopped.
     #[arg(long)]
     time_passes: bool,
+}
+
+#[derive(clap::Args, Debug)]
+struct JacobianArgs {
+    #[command(flatten)]
+    run: Run,
+    /// The parameter to differentiate with respect to (`R` or `[R; n]`).
+    #[arg(long, value_name = "NAME")]
+    wrt: Option<String>,
+    /// Forward mode (a pass per input), reverse mode (a pass per output),
+    /// or whichever needs fewer passes.
+    #[arg(long, value_enum, default_value_t = Mode::Auto)]
+    mode: Mode,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Mode {
+    /// One forward-mode pass per input.
+    Forward,
+    /// One reverse-mode pass per output.
+    Reverse,
+    /// Forward when the inputs are no more than the outputs, else reverse.
+    Auto,
 }
 
 /// The checkpoint option of the commands that differentiate.
@@ -420,7 +472,10 @@ enum Engine {
 
 pub(crate) fn jit(limits: &Limits) -> Result<gradlift::Jit, String> {
     gradlift::Jit::new()
-        .map(|jit| jit.max_workspace(limits.max_workspace))
+        .map(|jit| {
+            jit.max_workspace(limits.max_workspace)
+                .max_iterations(limits.max_iterations)
+        })
         .map_err(|e| format!("error: {e}"))
 }
 
@@ -461,6 +516,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Eval(a) => eval(a),
         Command::Grad(a) => grad(a),
+        Command::Jacobian(a) => jacobian(a),
         Command::Emit(a) => emit(a),
         Command::Cost(a) => cost(a),
         Command::Bench(a) => bench(a),
@@ -518,7 +574,7 @@ fn eval(a: Run) -> Result<(), String> {
     let function = function(&program, &a.target)?;
     let args = read_args("--at", &a.at)?;
     let values = function.args(&args).map_err(explain)?;
-    let interp = || function.eval(&values);
+    let interp = || function.eval_with(&values, a.limits.interp());
     let value = match a.engine {
         Engine::Interp => interp(),
         Engine::Jit => native(
@@ -531,6 +587,49 @@ fn eval(a: Run) -> Result<(), String> {
         println!("{}", serde_json::json!({ "value": value.to_json() }));
     } else {
         println!("{value}");
+    }
+    Ok(())
+}
+
+fn jacobian(a: JacobianArgs) -> Result<(), String> {
+    let run = &a.run;
+    let program = load(&run.target.file)?;
+    let function = function(&program, &run.target)?;
+    let args = read_args("--at", &run.at)?;
+    let values = function.args(&args).map_err(explain)?;
+    let mode = match a.mode {
+        Mode::Forward => gradlift::JacobianMode::Forward,
+        Mode::Reverse => gradlift::JacobianMode::Reverse,
+        Mode::Auto => gradlift::JacobianMode::Auto,
+    };
+    let with_jacobian = function.jacobian(a.wrt.as_deref(), mode).map_err(explain)?;
+    let jacobian = with_jacobian.last_function().map_err(explain)?;
+    let interp = || jacobian.eval_with(&values, run.limits.interp());
+    let value = match run.engine {
+        Engine::Interp => interp(),
+        Engine::Jit => native(
+            jacobian
+                .compile(&jit(&run.limits)?)
+                .map(|f| f.call(&values)),
+            interp,
+        ),
+    }
+    .map_err(explain)?;
+    if run.json {
+        println!("{}", serde_json::json!({ "jacobian": value.to_json() }));
+    } else {
+        // A matrix, a row per line; a vector or a real as it is.
+        match &value {
+            gradlift::Value::Array(rows)
+                if rows.iter().all(|r| matches!(r, gradlift::Value::Array(_)))
+                    && !rows.is_empty() =>
+            {
+                for row in rows.iter() {
+                    println!("{row}");
+                }
+            }
+            other => println!("{other}"),
+        }
     }
     Ok(())
 }
@@ -548,6 +647,9 @@ fn native<T>(
     use gradlift::ErrorKind;
     match compiled {
         Ok(Ok(v)) => Ok(v),
+        // A loop past its limit: the interpreter would take as many steps,
+        // far more slowly, to say where.
+        Ok(Err(native)) if native.kind() == ErrorKind::IterationLimit => Err(native),
         Ok(Err(native)) if native.kind() == ErrorKind::Runtime => match interp() {
             Err(e) => Err(e),
             // Native code failed where the interpreter does not: report it.
@@ -604,7 +706,7 @@ fn grad(a: GradArgs) -> Result<(), String> {
     if a.time_passes {
         print_times(program.times(), program.simplifier());
     }
-    let interp = || program.eval(&values);
+    let interp = || program.eval_with(&values, a.run.limits.interp());
     let (value, grads) = match a.run.engine {
         Engine::Interp => interp(),
         Engine::Jit => native(
@@ -658,11 +760,12 @@ fn emit(a: EmitArgs) -> Result<(), String> {
     };
     let program = load(&target.file)?;
     let function = function(&program, &target)?;
-    let closed = function.closed();
+    let closed = function.closed().map_err(explain)?;
     let target_jit = || match &a.triple {
         Some(t) => gradlift::Jit::for_target(t).map_err(|e| format!("error: {e}")),
         None => jit(&Limits {
             max_workspace: gradlift::jit::DEFAULT_MAX_WORKSPACE,
+            max_iterations: gradlift::lang::interp::DEFAULT_MAX_ITERATIONS,
         }),
     };
     let gradient = || {
@@ -840,7 +943,7 @@ fn cost(a: CostArgs) -> Result<(), String> {
     let program = load(&a.target.file)?;
     let function = function(&program, &a.target)?;
     let sizes = read_sizes(&a.sizes)?;
-    let closed = function.closed();
+    let closed = function.closed().map_err(explain)?;
     check_size_names(&closed.name, &closed.size_vars, &sizes)?;
     let g = function
         .gradient(None, options(a.via, false, true))
@@ -1172,7 +1275,7 @@ fn bench(a: BenchArgs) -> Result<(), String> {
             .map_err(|e| format!("error: {e}"))
     })?;
     // The cost model beside the measurements.
-    let closed = function.closed();
+    let closed = function.closed().map_err(explain)?;
     let ctx = closed.context();
     let pc = gradlift::ad::cost::cost(&ctx, &closed.size_vars, &closed.body)
         .map_err(|e| format!("error: {e}"))?;

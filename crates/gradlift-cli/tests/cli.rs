@@ -965,3 +965,54 @@ fn bench_checks_its_sizes_before_building_anything() {
         assert!(first.contains(want), "{sizes}: {first}");
     }
 }
+
+const JACOBIAN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/jacobian.grad");
+
+#[test]
+fn jacobian_of_a_vector_function_in_each_mode() {
+    let x = "x=[0.3, 0.5, -0.4]";
+    let mut seen = Vec::new();
+    for mode in ["forward", "reverse", "auto"] {
+        for engine in ["jit", "interp"] {
+            let out = gradlift(&[
+                "jacobian", JACOBIAN, "--fn", "tip", "--at", x, "--mode", mode, "--engine", engine,
+                "--json",
+            ]);
+            assert!(out.status.success(), "{}", stderr(&out));
+            let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+            let rows = json["jacobian"].as_array().unwrap().clone();
+            assert_eq!(rows.len(), 2);
+            assert_eq!(rows[0].as_array().unwrap().len(), 3);
+            seen.push(rows);
+        }
+    }
+    // The tip's x-velocity per joint is −Σ_{i ≥ k} Lᵢ sin(aᵢ).
+    let (a, b, c) = (0.3f64, 0.8f64, 0.4f64);
+    let want = -(a.sin() + 0.8 * b.sin() + 0.5 * c.sin());
+    for rows in &seen {
+        let got = rows[0][0].as_f64().unwrap();
+        assert!((got - want).abs() < 1e-14, "{got} against {want}");
+        let first = seen[0][1][2].as_f64().unwrap();
+        assert!((rows[1][2].as_f64().unwrap() - first).abs() < 1e-15);
+    }
+    // Text: a row per line.
+    let out = gradlift(&["jacobian", JACOBIAN, "--fn", "tip", "--at", x]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).lines().count(), 2);
+}
+
+#[test]
+fn jacobian_errors_say_what_to_do() {
+    // Two parameters hold reals: --wrt picks one.
+    let out = gradlift(&["jacobian", DOT, "--at", "A=[1,2], B=[3,4]"]);
+    assert!(failure(&out, "error: ").contains("--wrt"));
+    let out = gradlift(&["jacobian", DOT, "--at", "A=[1,2], B=[3,4]", "--wrt", "B"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "[1.0, 2.0]");
+    let out = gradlift(&["jacobian", DOT, "--at", "A=[1,2], B=[3,4]", "--wrt", "C"]);
+    assert!(failure(&out, "error: ").contains("not a parameter"));
+    // A result that is not a vector.
+    let file = temp_file("pair.grad", "def f(x: R) -> (R, R) = (x, x)");
+    let out = gradlift(&["jacobian", text(&file), "--at", "x=1"]);
+    assert!(failure(&out, "error: ").contains("returning `R` or `[R; m]`"));
+}

@@ -104,7 +104,7 @@ fn a_scripted_session_answers_every_message_in_order() {
         json!({"id": 2, "kind": "evaluate", "module": "hello", "function": "square", "input": 3.0}),
         json!({"id": 3, "kind": "evaluate", "module": "hello", "function": "double", "input": 9.0}),
         json!({"id": 4, "kind": "analysis", "of": 3, "valid": true}),
-        json!({"id": 5, "kind": "define", "module": "saddle"}),
+        json!({"id": 5, "kind": "define", "module": "hessians"}),
         json!({"id": 6, "kind": "evaluate", "module": "lse", "function": "primal", "input": {"x": [1]}}),
         json!({"id": 7, "kind": "evaluate", "module": "hello", "function": "cube", "input": 2}),
         json!({"id": 8, "kind": "evaluate", "module": "hello", "function": "square", "input": [1, 2]}),
@@ -144,7 +144,7 @@ fn a_scripted_session_answers_every_message_in_order() {
             "`{error}` should mention `{needle}`"
         );
     };
-    failed(5, "no module `saddle`");
+    failed(5, "no module `hessians`");
     failed(6, "`lse` is not defined");
     failed(7, "no function `cube`");
     failed(8, "x");
@@ -615,6 +615,80 @@ fn ba_objective_repeats_the_first_residual_of_each_kind() {
     assert_eq!(out[0]["w_err"]["repeated"], json!(5));
 }
 
+#[test]
+fn ba_jacobian_is_the_sparse_jacobian_of_the_residuals() {
+    let cam = [0.1, -0.2, 0.3, 1.0, 2.0, 3.0, 500.0, 0.5, -0.5, 0.01, 0.001];
+    let (x, w, feat) = ([4.0, 5.0, 6.0], 0.9, [300.0, 200.0]);
+    let (n, m, p) = (2, 3, 20);
+    let input = |cam: &[f64], x: &[f64], w: f64| json!({"n": n, "m": m, "p": p, "cam": cam, "x": x, "w": w, "feat": feat});
+    // The first residual moved along each of the 15 unknowns it depends
+    // on (every camera, point and weight is a copy, so perturbing the
+    // input perturbs the first observation's), by central differences.
+    let mut calls = vec![("jacobian", input(&cam, &x, w))];
+    let h = 1e-6;
+    for k in 0..15 {
+        for sign in [1.0, -1.0] {
+            let (mut c, mut y, mut v) = (cam.to_vec(), x.to_vec(), w);
+            match k {
+                0..=10 => c[k] += sign * h * c[k].abs().max(1.0),
+                11..=13 => y[k - 11] += sign * h * y[k - 11].abs().max(1.0),
+                _ => v += sign * h,
+            }
+            calls.push(("objective", input(&c, &y, v)));
+        }
+    }
+    let out = outputs("ba", &calls);
+    let jac = &out[0];
+    // Rows: two of 15 entries per observation, then one per weight; the
+    // first 30 row starts and the last are sent.
+    let rows: Vec<i64> = jac["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_i64().unwrap())
+        .collect();
+    let want_rows: Vec<i64> = (0..30).map(|i| 15 * i).chain([31 * p]).collect();
+    assert_eq!(rows, want_rows);
+    // Columns: camera 0's 11, point 0's 3, weight 0's, twice; then the
+    // last weight's.
+    let cols: Vec<i64> = jac["cols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_i64().unwrap())
+        .collect();
+    let block: Vec<i64> = (0..11)
+        .chain([11 * n, 11 * n + 1, 11 * n + 2, 11 * n + 3 * m])
+        .collect();
+    let want_cols: Vec<i64> = block
+        .iter()
+        .chain(&block)
+        .copied()
+        .chain([11 * n + 3 * m + p - 1])
+        .collect();
+    assert_eq!(cols, want_cols);
+    let vals = reals(&jac["vals"]);
+    assert_eq!(vals.len(), 31);
+    for k in 0..15 {
+        let step = match k {
+            0..=10 => h * cam[k].abs().max(1.0),
+            11..=13 => h * x[k - 11].abs().max(1.0),
+            _ => h,
+        };
+        let plus = reals(&out[1 + 2 * k]["reproj_error"]["elements"]);
+        let minus = reals(&out[2 + 2 * k]["reproj_error"]["elements"]);
+        for row in 0..2 {
+            let fd = (plus[row] - minus[row]) / (2.0 * step);
+            let got = vals[15 * row + k];
+            assert!(
+                (got - fd).abs() <= 1e-5 * (1.0 + fd.abs()),
+                "row {row}, unknown {k}: {got} against {fd}"
+            );
+        }
+    }
+    assert!((vals[30] + 2.0 * w).abs() < 1e-15, "{}", vals[30]);
+}
+
 /// The determinant by expansion along the first row.
 fn det(a: &[f64], l: usize) -> f64 {
     if l == 1 {
@@ -655,5 +729,40 @@ fn det_matches_expansion_by_minors_and_its_gradient_finite_differences() {
                 "l={l}: entry {k}: {g} against {fd}"
             );
         }
+    }
+}
+
+/// GradBench's expected answers for saddle and particle (their evals'
+/// `expect`), which every mode combination must give within GradBench's
+/// tolerance (10⁻⁴).
+#[test]
+fn saddle_and_particle_agree_with_gradbench_in_every_mode_combination() {
+    let modes = ["rr", "ff", "fr", "rf"];
+    let calls: Vec<(&str, Json)> = modes
+        .iter()
+        .map(|m| (*m, json!({"start": [1.0, 1.0]})))
+        .collect();
+    let saddle = outputs("saddle", &calls);
+    for (m, out) in modes.iter().zip(&saddle) {
+        let got = reals(out);
+        assert_eq!(got.len(), 4, "{m}: {out}");
+        for g in &got {
+            assert!(
+                (g - 8.246324826140356e-06).abs() < 1e-4,
+                "saddle {m}: {got:?}"
+            );
+        }
+    }
+    // The four modes compute the same arithmetic to rounding.
+    for out in &saddle[1..] {
+        for (a, b) in reals(out).iter().zip(reals(&saddle[0])) {
+            assert!((a - b).abs() < 1e-12, "{out} against {}", saddle[0]);
+        }
+    }
+    let calls: Vec<(&str, Json)> = modes.iter().map(|m| (*m, json!({"w": 0.0}))).collect();
+    let particle = outputs("particle", &calls);
+    for (m, out) in modes.iter().zip(&particle) {
+        let w = out.as_f64().unwrap_or_else(|| panic!("{m}: {out}"));
+        assert!((w - 0.2071918746486116).abs() < 1e-4, "particle {m}: {w}");
     }
 }

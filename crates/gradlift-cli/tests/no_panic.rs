@@ -82,6 +82,23 @@ fn constructs() -> Vec<Program> {
             &a,
             "n=3",
         ),
+        // Loops that stop on a condition, with a derivative in the step.
+        written(
+            "def f(x: R) -> R = let (y, k) = loop (y, k) = (x, int(0)) while y < 10 and k < 50 do (y * 2 + grad((z. z * z), y) * 0.01, k + 1) in y + real(k) + loop z = x while z > 0.5 do z / 3",
+            &x,
+            "",
+        ),
+        // Derivative operators, nested and inside maps.
+        written(
+            "def g(y: R) -> R = y * y * sin(y)\ndef f(x: R) -> R = grad(g, x) + grad((y. grad(g, y) * x), x) + (jvp((y. y * x), x, 1)).1 + reduce (+) 0 (vjp((v. map (a. a * x) v), [x, x], [1.0, 2.0])) + reduce (+) 0 (map (y. grad(g, y)) [x, x])",
+            &x,
+            "",
+        ),
+        written(
+            "def f(A: [R; n]) -> R = let j = jacobian((v. map (a. a * a) v), A) in reduce (+) 0 (map (r. reduce (+) 0 r) j) + reduce (+) 0 (jacrev((v. [v[0] * v[1], v[1]]), [A[0], A[1]])[0]) + reduce (+) 0 (map (r. r[0]) (jacfwd((v. [v[0] * v[1], v[1]]), [A[0], A[1]])))",
+            &a,
+            "n=3",
+        ),
         // Computed indices, gather, reduce_by_index, transpose and unzip.
         written(
             "def f(A: [R; n], I: [Z; m]) -> R = let h = reduce_by_index(replicate(n, 0.0), (+), I, gather(A, I)) in reduce (+) 0 (map (i. A[I[i]] * h[i % n]) (iota(m))) + reduce (+) 0 (reduce_by_index(A, max, I, gather(A, I))) + reduce (+) 0 (map (r. r[0]) (transpose([A, A]))) + reduce (+) 0 (unzip(map (x. (x, x)) A)).1",
@@ -286,6 +303,10 @@ fn run_all(name: &str, program: &Program) -> Found {
         ],
         vec!["hvp", file, "--at", &at, "--dir", &dir],
         vec!["hessian", file, "--at", &at],
+        vec!["jacobian", file, "--at", &at],
+        vec![
+            "jacobian", file, "--at", &at, "--mode", "reverse", "--engine", "interp",
+        ],
         vec!["cost", file, "--sizes", &program.sizes],
         vec!["cost", file, "--sizes", &program.sizes, "--via", "direct"],
         vec![

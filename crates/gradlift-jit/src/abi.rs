@@ -45,11 +45,14 @@ pub enum Status {
     DivisionByZero = 9,
     /// `int(x)` of a NaN or of a real beyond ±2⁶³.
     IntOutOfRange = 10,
+    /// A `while` loop did not stop within the iteration limit
+    /// (`Jit::max_iterations`).
+    IterationLimit = 11,
 }
 
 impl Status {
     /// Every status, by code.
-    pub const ALL: [Status; 11] = [
+    pub const ALL: [Status; 12] = [
         Status::Ok,
         Status::WorkspaceTooSmall,
         Status::OutputTooSmall,
@@ -61,6 +64,7 @@ impl Status {
         Status::ShapeMismatch,
         Status::DivisionByZero,
         Status::IntOutOfRange,
+        Status::IterationLimit,
     ];
 
     /// The status with this code.
@@ -82,6 +86,7 @@ impl Status {
             Status::ShapeMismatch => "rows of different shapes",
             Status::DivisionByZero => "an integer divided by zero (`//` or `%`)",
             Status::IntOutOfRange => "`int` of a NaN or of a real beyond the integers (±2^63)",
+            Status::IterationLimit => "a `while` loop did not stop within the iteration limit",
         }
     }
 }

@@ -79,22 +79,53 @@ pub(crate) unsafe extern "C" fn schedule_next(buf: *mut i64, words: i64, out: *m
 }
 
 impl Translator<'_, '_> {
-    /// `@checkpoint(schedule) revfold VJP STEP v A z f`.
+    /// `@checkpoint(schedule) revfold VJP STEP v A z f`, and
+    /// `@checkpoint(binomial:C) revwhile VJP STEP v k z f` (`steps`): the
+    /// same over `k` steps whose elements are `()`s, which take no memory,
+    /// without the elements' cotangents in its result.
     pub fn revfold(
         &mut self,
         schedule: Schedule,
         f: &Expr,
         args: &[Expr],
+        steps: bool,
     ) -> Result<Values, JitError> {
         let (vparams, vbody) = self.lambda(f, 4)?;
         let (sparams, sbody) = self.lambda(&args[0], 2)?;
         let s_ty = self.type_of(&args[1])?;
-        let Type::Array(e_ty, n_size) = self.type_of(&args[2])? else {
-            return Err(JitError::Internal("revfold over a non-array".into()));
-        };
         let f_ty = self.type_of(&args[4])?;
+        let unit = Type::Tuple(Vec::new());
+        let (e_ty, n_size) = if steps {
+            if !matches!(schedule, Schedule::Binomial(_)) {
+                return Err(JitError::Internal(
+                    "revwhile takes a binomial schedule".into(),
+                ));
+            }
+            (Box::new(unit.clone()), gradlift_lang::Size::lit(0))
+        } else {
+            let Type::Array(e_ty, n_size) = self.type_of(&args[2])? else {
+                return Err(JitError::Internal("revfold over a non-array".into()));
+            };
+            (e_ty, n_size)
+        };
         let v = self.lower(&args[1])?;
-        let a = self.array(&args[2])?;
+        let a = if steps {
+            // The trip count, as an array of `()`s: no memory.
+            let Values::Int(k) = self.lower(&args[2])? else {
+                return Err(JitError::Internal(
+                    "revwhile's trip count is an integer".into(),
+                ));
+            };
+            let zero = self.iconst(0);
+            let k = self.b.ins().smax(k, zero);
+            ArrayVal {
+                ptr: zero,
+                len: k,
+                elem: Shape::Tuple(Vec::new()),
+            }
+        } else {
+            self.array(&args[2])?
+        };
         let z = self.lower(&args[3])?;
         let f0 = self.lower(&args[4])?;
         let Some(state_shape) = v.shape() else {
@@ -150,8 +181,16 @@ impl Translator<'_, '_> {
             ));
         };
         let e_shape = self.shape_of_type(&parts[1], false)?;
-        let counted = self.counts().array(&n_size, &parts[1]);
-        let (out_ptr, out_stride) = self.alloc_array(n, &e_shape, counted)?;
+        let (out_ptr, out_stride) = if steps {
+            if parts[1] != unit {
+                return Err(JitError::Internal("revwhile's elements are `()`".into()));
+            }
+            let zero = self.iconst(0);
+            (zero, zero)
+        } else {
+            let counted = self.counts().array(&n_size, &parts[1]);
+            self.alloc_array(n, &e_shape, counted)?
+        };
         let in_stride = crate::values::unchecked_bytes(self.b, &a.elem);
         let state = self.carried(&v, &s_ty)?;
         let cot = self.carried(&z, &s_ty)?;
@@ -179,6 +218,9 @@ impl Translator<'_, '_> {
         }
         let g = self.get(&r.cot);
         let f = self.get(&r.acc);
+        if steps {
+            return Ok(Values::Tuple(vec![g, f]));
+        }
         Ok(Values::Tuple(vec![
             g,
             Values::Array(ArrayVal {

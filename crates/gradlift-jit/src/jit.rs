@@ -37,6 +37,7 @@ pub struct Jit {
     verify: bool,
     host: bool,
     max_workspace: u64,
+    max_iterations: u64,
 }
 
 /// Cranelift's settings for every target: `opt_level=speed`, its own
@@ -74,6 +75,7 @@ impl Jit {
             verify: cfg!(debug_assertions),
             host: true,
             max_workspace: DEFAULT_MAX_WORKSPACE,
+            max_iterations: gradlift_lang::interp::DEFAULT_MAX_ITERATIONS,
         })
     }
 
@@ -96,6 +98,7 @@ impl Jit {
             verify: cfg!(debug_assertions),
             host: false,
             max_workspace: DEFAULT_MAX_WORKSPACE,
+            max_iterations: gradlift_lang::interp::DEFAULT_MAX_ITERATIONS,
         })
     }
 
@@ -117,6 +120,21 @@ impl Jit {
     pub fn max_workspace(mut self, bytes: u64) -> Jit {
         self.max_workspace = bytes;
         self
+    }
+
+    /// The most steps a `while` loop of the functions compiled from now on
+    /// takes ([`gradlift_lang::interp::DEFAULT_MAX_ITERATIONS`] unless
+    /// set): a call whose loop is still going after that many fails with
+    /// [`crate::Status::IterationLimit`]. The limit is compiled into the
+    /// code.
+    pub fn max_iterations(mut self, steps: u64) -> Jit {
+        self.max_iterations = steps;
+        self
+    }
+
+    /// The iteration limit of the functions it compiles.
+    pub fn iteration_limit(&self) -> u64 {
+        self.max_iterations
     }
 
     /// The workspace limit of the functions it compiles.
@@ -345,7 +363,15 @@ impl Jit {
             [start, next] => Some((start, next)),
             _ => None,
         };
-        let (labels, bound) = lower_function(&mut b, closed, calls, exp_table, labels, runtime)?;
+        let (labels, bound) = lower_function(
+            &mut b,
+            closed,
+            calls,
+            exp_table,
+            labels,
+            runtime,
+            self.max_iterations,
+        )?;
         b.finalize(module.target_config());
         if self.verify {
             cranelift_codegen::verify_function(&ctx.func, self.isa.flags())

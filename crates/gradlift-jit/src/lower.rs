@@ -62,6 +62,8 @@ pub(crate) struct Translator<'a, 'f> {
     /// The imported schedule functions of checkpointed loops (start,
     /// next), where the code runs in this process.
     pub runtime: crate::checkpoint::Runtime,
+    /// The most steps a `while` loop takes before the call fails.
+    pub max_iterations: u64,
     /// Labels of the terms instructions come from, when asked for
     /// (`annotate.rs`).
     pub labels: Option<Labels>,
@@ -149,6 +151,7 @@ pub(crate) fn lower_function(
     exp_table: Option<GlobalValue>,
     labels: bool,
     runtime: crate::checkpoint::Runtime,
+    max_iterations: u64,
 ) -> Result<(Option<Labels>, crate::workspace::WorkspaceBound), JitError> {
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
@@ -182,6 +185,7 @@ pub(crate) fn lower_function(
         calls,
         exp_table,
         runtime,
+        max_iterations,
         labels,
         known: Known::default(),
         overflow: None,
@@ -532,6 +536,10 @@ impl Translator<'_, '_> {
             ExprKind::ArrayOp(op, f, args) => self.array_op(*op, f, args),
             ExprKind::Builtin(bi, args) => self.builtin(*bi, args),
             ExprKind::Lambda(..) => unsupported("a lambda outside an array operation"),
+            ExprKind::Derive(d, ..) => Err(JitError::Internal(format!(
+                "`{}` before its expansion (the JIT compiles expanded programs)",
+                d.name()
+            ))),
             ExprKind::Apply(..) => unsupported("a function application"),
             ExprKind::PrimFn(p) => unsupported(format!("the primitive `{p}` as a value")),
         }

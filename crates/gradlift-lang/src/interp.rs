@@ -32,13 +32,20 @@ pub struct Limits {
     /// The most array elements allocated in all, so that a program cannot
     /// exhaust memory through many arrays below `max_array_len`.
     pub max_total_elements: usize,
+    /// The most steps a `while` loop takes: one that would take more is
+    /// stopped with an error (as natively, `gradlift_jit::Jit::max_iterations`).
+    pub max_iterations: u64,
 }
+
+/// The default of [`Limits::max_iterations`] and of the JIT's limit.
+pub const DEFAULT_MAX_ITERATIONS: u64 = 100_000_000;
 
 impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_array_len: 1 << 28,
             max_total_elements: 1 << 29,
+            max_iterations: DEFAULT_MAX_ITERATIONS,
         }
     }
 }
@@ -102,11 +109,21 @@ pub fn call_with_limits(
 /// Evaluates a single term `e` in which the variables `vars` are bound
 /// (Target terms of the pipeline); definitions of `module` are callable.
 pub fn eval_expr(module: &CheckedModule, vars: &[(Name, Value)], e: &Expr) -> EResult<Value> {
+    eval_expr_with_limits(module, vars, e, Limits::default())
+}
+
+/// [`eval_expr`] under `limits`.
+pub fn eval_expr_with_limits(
+    module: &CheckedModule,
+    vars: &[(Name, Value)],
+    e: &Expr,
+    limits: Limits,
+) -> EResult<Value> {
     let mut interp = Interpreter {
         module,
         env: Scope::new(),
         allocated: 0,
-        limits: Limits::default(),
+        limits,
     };
     for (n, v) in vars {
         interp.env.push(n.clone(), v.clone());
@@ -326,6 +343,16 @@ impl Interpreter<'_> {
             },
             ExprKind::Prim(p, args) => self.prim(*p, args, e.span),
             ExprKind::PrimFn(p) => Ok(Value::Fun(Arc::new(FunValue::Prim(*p)))),
+            // Expanded into ordinary terms before a program runs
+            // (`gradlift_ad::derivatives`); a module evaluated without that
+            // expansion cannot run it.
+            ExprKind::Derive(d, ..) => at(
+                format!(
+                    "`{}` runs only in a program whose derivatives are expanded (gradlift_ad::pipeline::expanded)",
+                    d.name()
+                ),
+                e.span,
+            ),
             ExprKind::Let { .. } => {
                 let mark = self.env.mark();
                 let r = self.let_chain(e);
@@ -521,6 +548,34 @@ impl Interpreter<'_> {
                 Ok(Value::array(out))
             }
             ArrayOp::Revfold(schedule) => self.revfold(schedule, &callee, args, span),
+            ArrayOp::Revwhile(schedule) => self.revfold(schedule, &callee, args, span),
+            ArrayOp::While => {
+                let mut state = self.eval(&args[0])?;
+                let mut steps: u64 = 0;
+                loop {
+                    let r = self.invoke(&callee, vec![state.clone()], span)?;
+                    let Value::Tuple(parts) = r else {
+                        return at("the step of a `while` loop must return a pair", span);
+                    };
+                    let [go, next] = &parts[..] else {
+                        return at("the step of a `while` loop must return a pair", span);
+                    };
+                    if matches!(go, Value::Int(0)) {
+                        return Ok(state);
+                    }
+                    steps += 1;
+                    if steps > self.limits.max_iterations {
+                        return at(
+                            format!(
+                                "the loop did not stop within {} steps, the iteration limit",
+                                self.limits.max_iterations
+                            ),
+                            span,
+                        );
+                    }
+                    state = next.clone();
+                }
+            }
             ArrayOp::Reduce | ArrayOp::Foldl(_) | ArrayOp::Scanl | ArrayOp::Scanr => {
                 let z = self.eval(&args[0])?;
                 let a = self.eval(&args[1])?;
@@ -554,7 +609,11 @@ impl Interpreter<'_> {
                         }
                         Ok(Value::array(out))
                     }
-                    ArrayOp::Map | ArrayOp::Map2 | ArrayOp::Revfold(_) => {
+                    ArrayOp::Map
+                    | ArrayOp::Map2
+                    | ArrayOp::Revfold(_)
+                    | ArrayOp::While
+                    | ArrayOp::Revwhile(_) => {
                         unreachable!("handled above")
                     }
                 }
@@ -562,7 +621,10 @@ impl Interpreter<'_> {
         }
     }
 
-    /// `revfold VJP STEP v A z f`, run by its checkpoint schedule.
+    /// `revfold VJP STEP v A z f`, run by its checkpoint schedule; and
+    /// `revwhile VJP STEP v k z f`, the same over `k` steps without
+    /// elements (their `()`s), whose result leaves out the elements'
+    /// cotangents.
     fn revfold(
         &mut self,
         schedule: Schedule,
@@ -575,7 +637,19 @@ impl Interpreter<'_> {
         let a = self.eval(&args[2])?;
         let mut cotangent = self.eval(&args[3])?;
         let mut acc = self.eval(&args[4])?;
-        let xs = array(&a, "`revfold`", args[2].span)?;
+        let steps = match a {
+            Value::Int(k) => Some(k),
+            _ => None,
+        };
+        let units: Arc<[Value]>;
+        let xs = match steps {
+            Some(k) => {
+                let k = usize::try_from(k).unwrap_or(0);
+                units = vec![Value::tuple(Vec::new()); k].into();
+                &units
+            }
+            None => array(&a, "`revfold`", args[2].span)?,
+        };
         let n = xs.len() as u64;
         self.allocate(xs.len() + schedule.slots(n) as usize, span)?;
         let mut slots: Vec<Option<Value>> = vec![None; schedule.slots(n) as usize];
@@ -607,6 +681,9 @@ impl Interpreter<'_> {
                     out[i as usize] = e.clone();
                 }
             }
+        }
+        if steps.is_some() {
+            return Ok(Value::tuple(vec![cotangent, acc]));
         }
         Ok(Value::tuple(vec![cotangent, Value::array(out), acc]))
     }

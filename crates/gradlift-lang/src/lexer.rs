@@ -64,6 +64,7 @@ pub const KEYWORDS: &[&str] = &[
     "reduce",
     "foldl",
     "revfold",
+    "revwhile",
     "scanl",
     "scanr",
     "shift1L",
@@ -77,15 +78,21 @@ pub const KEYWORDS: &[&str] = &[
     "gather",
     "reduce_by_index",
     "transpose",
+    "grad",
+    "vjp",
+    "jvp",
+    "jacfwd",
+    "jacrev",
+    "jacobian",
     "size",
     "R",
     "inf",
     "nan",
-    // Not constructs of the language: reserved so that a program written
-    // with them gets a message saying what to write instead.
     "while",
     "loop",
     "do",
+    // Not constructs of the language: reserved so that a program written
+    // with them gets a message saying what to write instead.
     "for",
     "return",
 ];

@@ -428,6 +428,19 @@ impl Parser {
                 span,
             ));
         }
+        if self.is_kw("loop") {
+            // `loop p = v while c do e`.
+            let start = self.bump().span;
+            let pat = self.pattern()?;
+            self.expect_punct("=")?;
+            let init = self.expr()?;
+            self.expect_kw("while")?;
+            let cond = self.expr()?;
+            self.expect_kw("do")?;
+            let step = self.expr()?;
+            let span = start.to(step.span);
+            return Ok(crate::sugar::while_loop(pat, init, cond, step, span));
+        }
         if self.is_kw("fun") {
             let start = self.bump().span;
             self.expect_punct("(")?;
@@ -547,7 +560,7 @@ impl Parser {
 
     fn prefix(&mut self) -> PResult<Expr> {
         guard(|| {
-            if self.is_kw("let") || self.is_kw("if") || self.is_kw("fun") {
+            if self.is_kw("let") || self.is_kw("if") || self.is_kw("fun") || self.is_kw("loop") {
                 return self.expr();
             }
             if self.is_kw("not") {
@@ -615,7 +628,7 @@ impl Parser {
         let schedule = Schedule::parse(&format!("{what}{text}"))
             .map_err(|message| SyntaxError::Invalid { message, span: at })?;
         self.expect_punct(")")?;
-        if !(self.is_kw("foldl") || self.is_kw("revfold")) {
+        if !(self.is_kw("foldl") || self.is_kw("revfold") || self.is_kw("revwhile")) {
             let span = start.to(self.prev_span());
             return Err(SyntaxError::Invalid {
                 message: format!(
@@ -645,6 +658,11 @@ impl Parser {
                     Some(s) => Some(ArrayOp::Revfold(s)),
                     None => return self.expected("`@checkpoint(…)` before `revfold`"),
                 },
+                "revwhile" => match schedule {
+                    Some(s @ Schedule::Binomial(_)) => Some(ArrayOp::Revwhile(s)),
+                    _ => return self.expected("`@checkpoint(binomial …)` before `revwhile`"),
+                },
+                "while" => Some(ArrayOp::While),
                 "scanl" => Some(ArrayOp::Scanl),
                 "scanr" => Some(ArrayOp::Scanr),
                 _ => None,
@@ -652,7 +670,14 @@ impl Parser {
             _ => None,
         };
         if let Some(op) = array_op {
-            self.bump();
+            let keyword = self.bump().span;
+            if op == ArrayOp::While && !self.is_punct("(") {
+                // `while c do e`, as in other languages.
+                return Err(SyntaxError::Invalid {
+                    message: "a loop that stops on a condition is written `loop x = start while condition do step`: the state, where it starts, when it goes on, and its next value".into(),
+                    span: keyword,
+                });
+            }
             let f = self.argument("a function argument (a lambda `(x. e)`, `(+)`, or a name)")?;
             let mut args = Vec::new();
             for k in 0..op.arity() {
@@ -797,6 +822,7 @@ impl Parser {
                             | "reduce_by_index"
                             | "transpose"
                     )
+                    || Derivative::from_name(s).is_some()
             }
             _ => false,
         }
@@ -978,6 +1004,9 @@ impl Parser {
         if s == "reduce_by_index" {
             return self.reduce_by_index(start);
         }
+        if let Some(d) = Derivative::from_name(s) {
+            return self.derivative(d, start);
+        }
         if s == "zip" {
             self.bump();
             if !self.is_punct("(") {
@@ -1032,6 +1061,31 @@ impl Parser {
             return Ok(Expr::new(ExprKind::PrimFn(p), start));
         }
         Ok(Expr::new(ExprKind::Var(Name::from(s)), start))
+    }
+
+    /// `grad(F, a₁, …)` and the other derivative operators: the function,
+    /// then its arguments (how many depends on the operator).
+    fn derivative(&mut self, d: Derivative, start: Span) -> PResult<Expr> {
+        self.bump();
+        if !self.is_punct("(") {
+            return self.expected(&format!("`(` after `{}`", d.name()));
+        }
+        let mut args = self.call_args()?;
+        let span = start.to(self.prev_span());
+        if args.is_empty() || d.fn_arity(args.len() - 1).is_none() {
+            return Err(SyntaxError::Invalid {
+                message: format!(
+                    "`{}` takes {}; found {} argument{}",
+                    d.name(),
+                    d.usage(),
+                    args.len(),
+                    if args.len() == 1 { "" } else { "s" }
+                ),
+                span,
+            });
+        }
+        let f = args.remove(0);
+        Ok(Expr::new(ExprKind::Derive(d, Box::new(f), args), span))
     }
 
     /// `reduce_by_index(dest, (op), idx, vals)`, `op` one of `+ * min max`.
@@ -1162,9 +1216,7 @@ const ARRAY_OPS: [&str; 6] = ["map", "map2", "reduce", "foldl", "scanl", "scanr"
 /// reserved, [`crate::lexer::KEYWORDS`]).
 fn unsupported_construct(word: &str) -> Option<&'static str> {
     Some(match word {
-        "while" | "loop" | "do" => {
-            "there is no `while` loop: a loop runs a fixed number of steps, `foldl (x, i. step) start (iota(n))`, and a state that stops early can carry a flag"
-        }
+        "do" => "`do` belongs to a loop: `loop x = start while condition do step`",
         "for" => "there is no `for` loop: map over the elements (`map (x. …) A`) or fold over a range (`foldl (acc, i. …) start (iota(n))`)",
         "return" => "there is no `return`: the value of a definition is its body",
         _ => return None,

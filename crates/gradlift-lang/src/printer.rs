@@ -279,6 +279,16 @@ impl Printer {
                     self.expr(a, LEVEL_POSTFIX);
                 }
             }
+            ExprKind::Derive(d, f, args) => {
+                self.out.push_str(d.name());
+                self.out.push('(');
+                self.expr(f, LEVEL_POSTFIX);
+                for a in args {
+                    self.out.push_str(", ");
+                    self.expr(a, LEVEL_OPEN);
+                }
+                self.out.push(')');
+            }
             ExprKind::Builtin(Builtin::Get, args) => {
                 self.expr(&args[0], LEVEL_POSTFIX);
                 self.out.push('[');

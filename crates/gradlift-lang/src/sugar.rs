@@ -16,6 +16,10 @@
 //! - `max(A)` and `min(A)`, the primitives with one argument: the greatest
 //!   (least) element, `reduce max (-inf) A` (`reduce min inf A`); of an
 //!   empty array, `-inf` (`inf`).
+//! - `loop p = v while c do e`: `while (p. if c then (1, e) else (0, p))
+//!   v`, the loop's step saying whether it went on (the `p` of the
+//!   `else` branch is the pattern read as a value, a `_` in it given a
+//!   name that `c` and `e` do not mention).
 //!
 //! The library of definitions (`sum`, `logsumexp`) is [`LIBRARY`], added to
 //! a module that uses it by [`with_library`].
@@ -23,6 +27,65 @@
 use crate::span::Span;
 use crate::syntax::*;
 use std::sync::Arc;
+
+/// `loop pat = init while cond do step` (see the module documentation).
+pub(crate) fn while_loop(pat: Pattern, init: Expr, cond: Expr, step: Expr, span: Span) -> Expr {
+    // Every name the condition and the step mention, so that a name given
+    // to a `_` captures none of them.
+    let mut mentioned = std::collections::HashSet::new();
+    let mut todo = vec![&cond, &step];
+    while let Some(e) = todo.pop() {
+        if let ExprKind::Var(n) = &e.kind {
+            mentioned.insert(n.clone());
+        }
+        todo.extend(e.children());
+    }
+    let mut bound = Vec::new();
+    pat.names(&mut bound);
+    mentioned.extend(bound);
+    let mut next = 0;
+    let mut fresh = || loop {
+        let n: Name = Name::from(format!("_s{next}"));
+        next += 1;
+        if !mentioned.contains(&n) {
+            return n;
+        }
+    };
+    fn named(p: &Pattern, fresh: &mut dyn FnMut() -> Name) -> Pattern {
+        match p {
+            Pattern::Var(..) => p.clone(),
+            Pattern::Wild(s) => Pattern::Var(fresh(), *s),
+            Pattern::Tuple(ps, s) => {
+                Pattern::Tuple(ps.iter().map(|q| named(q, fresh)).collect(), *s)
+            }
+        }
+    }
+    fn value(p: &Pattern) -> Expr {
+        match p {
+            Pattern::Var(n, s) => Expr::new(ExprKind::Var(n.clone()), *s),
+            Pattern::Wild(_) => unreachable!("every `_` is named"),
+            Pattern::Tuple(ps, s) => Expr::new(ExprKind::Tuple(ps.iter().map(value).collect()), *s),
+        }
+    }
+    let pat = named(&pat, &mut fresh);
+    let flagged = |k: i64, e: Expr| {
+        let s = e.span;
+        Expr::new(ExprKind::Tuple(vec![Expr::new(ExprKind::Int(k), s), e]), s)
+    };
+    let stay = flagged(0, value(&pat));
+    let body = Expr::new(
+        ExprKind::If(Box::new(cond), Box::new(flagged(1, step)), Box::new(stay)),
+        span,
+    );
+    let f = Expr::new(
+        ExprKind::Lambda(vec![Param { pat, ty: None }], Arc::new(body)),
+        span,
+    );
+    Expr::new(
+        ExprKind::ArrayOp(ArrayOp::While, Box::new(f), vec![init]),
+        span,
+    )
+}
 
 /// `map F A₁ … A_k` for k ≥ 1 (see the module documentation); an error
 /// message when `F` is a lambda whose number of parameters is not k ≥ 3

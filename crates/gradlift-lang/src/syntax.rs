@@ -263,6 +263,18 @@ pub enum ArrayOp {
     /// (The element's cotangent may be `()` instead of an `E`, when the step
     /// ignores its element.)
     Revfold(Schedule),
+    /// `while F v`: the loop that stops on a condition. `F: S -> (Z, S)`
+    /// says whether to go on and gives the next state: from `s = v`, while
+    /// `F(s) = (k, s')` has `k ≠ 0`, `s = s'`; the result is the first `s`
+    /// with `k = 0`. Written `loop p = v while c do e`, which is
+    /// `while (p. if c then (1, e) else (0, p)) v`.
+    While,
+    /// `@checkpoint(binomial:C) revwhile VJP STEP v k z f` (Target only):
+    /// the reverse of a `while` loop that ran `k` steps from `v`, on a
+    /// binomial checkpoint schedule. It is `revfold` over `k` steps without
+    /// elements: `STEP: (S, ()) -> S`, `VJP: (S, (), S, F) -> (S, (), F)`;
+    /// the result is `(v̄, f')`.
+    Revwhile(Schedule),
 }
 
 impl ArrayOp {
@@ -274,6 +286,8 @@ impl ArrayOp {
             ArrayOp::Reduce => "reduce",
             ArrayOp::Foldl(_) => "foldl",
             ArrayOp::Revfold(_) => "revfold",
+            ArrayOp::While => "while",
+            ArrayOp::Revwhile(_) => "revwhile",
             ArrayOp::Scanl => "scanl",
             ArrayOp::Scanr => "scanr",
         }
@@ -282,8 +296,8 @@ impl ArrayOp {
     /// Number of arguments after the function.
     pub fn arity(self) -> usize {
         match self {
-            ArrayOp::Map => 1,
-            ArrayOp::Revfold(_) => 5,
+            ArrayOp::Map | ArrayOp::While => 1,
+            ArrayOp::Revfold(_) | ArrayOp::Revwhile(_) => 5,
             _ => 2,
         }
     }
@@ -291,8 +305,8 @@ impl ArrayOp {
     /// Number of arguments the function takes.
     pub fn fn_arity(self) -> usize {
         match self {
-            ArrayOp::Map => 1,
-            ArrayOp::Revfold(_) => 4,
+            ArrayOp::Map | ArrayOp::While => 1,
+            ArrayOp::Revfold(_) | ArrayOp::Revwhile(_) => 4,
             _ => 2,
         }
     }
@@ -304,7 +318,7 @@ impl ArrayOp {
     pub fn schedule(self) -> Option<Schedule> {
         match self {
             ArrayOp::Foldl(s) => s,
-            ArrayOp::Revfold(s) => Some(s),
+            ArrayOp::Revfold(s) | ArrayOp::Revwhile(s) => Some(s),
             _ => None,
         }
     }
@@ -394,6 +408,90 @@ impl Builtin {
     }
 }
 
+/// The derivative operators, applied to a function value inside any
+/// expression: `grad(F, a₁, …, a_k)` and the others below. They are
+/// expanded, innermost first, into ordinary terms before anything else
+/// reads the program (`gradlift_ad::derivatives`), so no later pass, the
+/// cost model or the JIT ever sees one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Derivative {
+    /// `grad(F, a₁, …, a_k)` for `F : (T₁, …, T_k) → R`: the gradient with
+    /// respect to every argument (a `T₁`, or a tuple of them), by reverse
+    /// mode.
+    Grad,
+    /// `vjp(F, a₁, …, a_k, u)` for `F : (T₁, …, T_k) → U`, `u : U`: the
+    /// vector–Jacobian product `uᵀ·∂F`, shaped as the arguments, by reverse
+    /// mode.
+    Vjp,
+    /// `jvp(F, a₁, …, a_k, d₁, …, d_k)`: `(F(a), ∂F(a)·d)`, by forward mode.
+    Jvp,
+    /// `jacfwd(F, x)`: the Jacobian, one forward-mode pass per input.
+    JacFwd,
+    /// `jacrev(F, x)`: the Jacobian, one reverse-mode pass per output.
+    JacRev,
+    /// `jacobian(F, x)`: the Jacobian by whichever of the two needs fewer
+    /// passes for its shape.
+    Jacobian,
+}
+
+impl Derivative {
+    /// Every operator.
+    pub const ALL: [Derivative; 6] = [
+        Derivative::Grad,
+        Derivative::Vjp,
+        Derivative::Jvp,
+        Derivative::JacFwd,
+        Derivative::JacRev,
+        Derivative::Jacobian,
+    ];
+
+    /// The keyword.
+    pub fn name(self) -> &'static str {
+        match self {
+            Derivative::Grad => "grad",
+            Derivative::Vjp => "vjp",
+            Derivative::Jvp => "jvp",
+            Derivative::JacFwd => "jacfwd",
+            Derivative::JacRev => "jacrev",
+            Derivative::Jacobian => "jacobian",
+        }
+    }
+
+    /// The operator of a keyword.
+    pub fn from_name(s: &str) -> Option<Derivative> {
+        Derivative::ALL.into_iter().find(|d| d.name() == s)
+    }
+
+    /// The number of parameters of the function, given the number of
+    /// arguments after it (`None` when no arity fits).
+    pub fn fn_arity(self, args: usize) -> Option<usize> {
+        match self {
+            Derivative::Grad => (args >= 1).then_some(args),
+            Derivative::Vjp => (args >= 2).then_some(args - 1),
+            Derivative::Jvp => (args >= 2 && args.is_multiple_of(2)).then_some(args / 2),
+            Derivative::JacFwd | Derivative::JacRev | Derivative::Jacobian => {
+                (args == 1).then_some(1)
+            }
+        }
+    }
+
+    /// What the arguments after the function are, for messages.
+    pub fn usage(self) -> &'static str {
+        match self {
+            Derivative::Grad => "`grad(F, a₁, …, a_k)`: a function and its k arguments",
+            Derivative::Vjp => {
+                "`vjp(F, a₁, …, a_k, u)`: a function, its k arguments and a cotangent of its result"
+            }
+            Derivative::Jvp => {
+                "`jvp(F, a₁, …, a_k, d₁, …, d_k)`: a function, its k arguments and a tangent of each"
+            }
+            Derivative::JacFwd => "`jacfwd(F, x)`: a function of one argument and the point",
+            Derivative::JacRev => "`jacrev(F, x)`: a function of one argument and the point",
+            Derivative::Jacobian => "`jacobian(F, x)`: a function of one argument and the point",
+        }
+    }
+}
+
 /// An expression.
 pub struct Expr {
     /// What it is.
@@ -471,6 +569,9 @@ pub enum ExprKind {
     ArrayOp(ArrayOp, Box<Expr>, Vec<Expr>),
     /// `len(A)`, `iota(n)`, `shift1L A`, …
     Builtin(Builtin, Vec<Expr>),
+    /// `grad(F, a)`, `jvp(F, a, d)`, …: the operator, the function, then
+    /// the other arguments. Source only: expanded before differentiation.
+    Derive(Derivative, Box<Expr>, Vec<Expr>),
 }
 
 impl Expr {
@@ -516,9 +617,9 @@ impl Expr {
             ExprKind::Proj(e, _) | ExprKind::Index(e, _) => vec![e],
             ExprKind::If(c, t, e) => vec![c, t, e],
             ExprKind::Lambda(_, body) => vec![body],
-            ExprKind::Apply(f, args) | ExprKind::ArrayOp(_, f, args) => {
-                std::iter::once(&**f).chain(args.iter()).collect()
-            }
+            ExprKind::Apply(f, args)
+            | ExprKind::ArrayOp(_, f, args)
+            | ExprKind::Derive(_, f, args) => std::iter::once(&**f).chain(args.iter()).collect(),
         }
     }
 
@@ -558,6 +659,10 @@ impl Expr {
             ExprKind::ArrayOp(op, g, xs) => {
                 let g = f(g);
                 ExprKind::ArrayOp(*op, Box::new(g), xs.iter().map(&mut *f).collect())
+            }
+            ExprKind::Derive(d, g, xs) => {
+                let g = f(g);
+                ExprKind::Derive(*d, Box::new(g), xs.iter().map(&mut *f).collect())
             }
         };
         Expr {
@@ -612,6 +717,7 @@ impl Expr {
             }
             (Apply(f, xs), Apply(g, ys)) => f.same(g) && all(xs, ys),
             (ArrayOp(o1, f, xs), ArrayOp(o2, g, ys)) => o1 == o2 && f.same(g) && all(xs, ys),
+            (Derive(d1, f, xs), Derive(d2, g, ys)) => d1 == d2 && f.same(g) && all(xs, ys),
             (Builtin(b1, xs), Builtin(b2, ys)) => b1 == b2 && all(xs, ys),
             _ => false,
         }

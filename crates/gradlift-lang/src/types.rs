@@ -185,7 +185,9 @@ fn distinct_call_spans(module: &mut Module) {
         while let Some(e) = stack.pop() {
             match &e.kind {
                 ExprKind::Apply(..) => out.push(e.span),
-                ExprKind::ArrayOp(_, f, _) if matches!(f.kind, ExprKind::Var(_)) => {
+                ExprKind::ArrayOp(_, f, _) | ExprKind::Derive(_, f, _)
+                    if matches!(f.kind, ExprKind::Var(_)) =>
+                {
                     out.push(f.span)
                 }
                 _ => {}
@@ -204,7 +206,9 @@ fn distinct_call_spans(module: &mut Module) {
             };
             match &mut e.kind {
                 ExprKind::Apply(..) => fresh(&mut e.span),
-                ExprKind::ArrayOp(_, f, _) if matches!(f.kind, ExprKind::Var(_)) => {
+                ExprKind::ArrayOp(_, f, _) | ExprKind::Derive(_, f, _)
+                    if matches!(f.kind, ExprKind::Var(_)) =>
+                {
                     fresh(&mut f.span)
                 }
                 _ => {}
@@ -230,7 +234,9 @@ fn distinct_call_spans(module: &mut Module) {
                     respan(f, seen, next)
                 }
                 ExprKind::Lambda(_, body) => respan(std::sync::Arc::make_mut(body), seen, next),
-                ExprKind::Apply(f, xs) | ExprKind::ArrayOp(_, f, xs) => {
+                ExprKind::Apply(f, xs)
+                | ExprKind::ArrayOp(_, f, xs)
+                | ExprKind::Derive(_, f, xs) => {
                     respan(f, seen, next);
                     xs.iter_mut().for_each(|x| respan(x, seen, next))
                 }
@@ -976,6 +982,106 @@ impl Checker<'_> {
             ExprKind::Apply(f, args) => self.apply(e, f, args),
             ExprKind::ArrayOp(op, f, args) => self.array_op(*op, f, args, e.span),
             ExprKind::Builtin(b, args) => self.builtin(e, *b, args),
+            ExprKind::Derive(d, f, args) => self.derivative(*d, f, args, e.span),
+        }
+    }
+
+    /// The type of a derivative operator's result. The arguments that are
+    /// differentiated must be made of reals; so must the function's result
+    /// where a cotangent or tangent of it is taken.
+    fn derivative(&mut self, d: Derivative, f: &Expr, args: &[Expr], span: Span) -> TResult<Type> {
+        let Some(k) = d.fn_arity(args.len()) else {
+            return invalid(format!("`{}` takes {}", d.name(), d.usage()), span);
+        };
+        let what = format!("the function of `{}`", d.name());
+        let mut tys = Vec::with_capacity(k);
+        for a in &args[..k] {
+            let t = self.value(a)?;
+            if !all_reals(&t) {
+                return invalid(
+                    format!(
+                        "`{}` differentiates with respect to every argument, so each must be made of reals; this one has type `{t}` (an integer a function needs can be read from the enclosing scope instead)",
+                        d.name()
+                    ),
+                    a.span,
+                );
+            }
+            tys.push(t);
+        }
+        let r = self.check_fn(f, &tys, &what)?;
+        let shaped = |mut tys: Vec<Type>| {
+            if tys.len() == 1 {
+                tys.pop().expect("one")
+            } else {
+                Type::Tuple(tys)
+            }
+        };
+        let reals_result = |r: &Type| -> TResult<()> {
+            if all_reals(r) {
+                Ok(())
+            } else {
+                invalid(
+                    format!(
+                        "`{}` needs a function whose result is made of reals; this one returns `{r}`",
+                        d.name()
+                    ),
+                    f.span,
+                )
+            }
+        };
+        match d {
+            Derivative::Grad => {
+                if r != Type::Real {
+                    return mismatch(
+                        "the result of the function of `grad`",
+                        &Type::Real,
+                        &r,
+                        f.span,
+                    );
+                }
+                Ok(shaped(tys))
+            }
+            Derivative::Vjp => {
+                reals_result(&r)?;
+                self.expect(
+                    &args[k],
+                    &r,
+                    "the cotangent of `vjp` (of the function's result type)",
+                )?;
+                Ok(shaped(tys))
+            }
+            Derivative::Jvp => {
+                reals_result(&r)?;
+                for (a, t) in args[k..].iter().zip(&tys) {
+                    self.expect(a, t, "a tangent of `jvp` (of its argument's type)")?;
+                }
+                Ok(Type::Tuple(vec![r.clone(), r]))
+            }
+            Derivative::JacFwd | Derivative::JacRev | Derivative::Jacobian => {
+                let vector = |t: &Type| match t {
+                    Type::Real => Some(None),
+                    Type::Array(e, n) if **e == Type::Real => Some(Some(n.clone())),
+                    _ => None,
+                };
+                let (Some(input), Some(output)) = (vector(&tys[0]), vector(&r)) else {
+                    return invalid(
+                        format!(
+                            "`{}` takes a function from `R` or `[R; n]` to `R` or `[R; m]`; this one is `{}` → `{r}`",
+                            d.name(),
+                            tys[0]
+                        ),
+                        f.span,
+                    );
+                };
+                let row = match input {
+                    None => Type::Real,
+                    Some(n) => Type::array(Type::Real, n),
+                };
+                Ok(match output {
+                    None => row,
+                    Some(m) => Type::array(row, m),
+                })
+            }
         }
     }
 
@@ -1406,6 +1512,48 @@ impl Checker<'_> {
                 }
                 Ok(Type::Tuple(vec![s, Type::array(e, n), acc]))
             }
+            ArrayOp::While => {
+                let s = self.value(&args[0])?;
+                let r = match self.check_fn(f, std::slice::from_ref(&s), &what) {
+                    Ok(r) => r,
+                    Err(e) => return Err(self.while_step_error(f, &s).unwrap_or(e)),
+                };
+                let want = Type::Tuple(vec![Type::Int, s.clone()]);
+                if r != want {
+                    return mismatch(
+                        "the step of a `while` loop (whether to go on, and the next state)",
+                        &want,
+                        &r,
+                        f.span,
+                    );
+                }
+                Ok(s)
+            }
+            ArrayOp::Revwhile(_) => {
+                let unit = Type::Tuple(Vec::new());
+                let s = self.value(&args[1])?;
+                self.integer(&args[2], "the trip count of `revwhile`")?;
+                let z = self.value(&args[3])?;
+                if z != s {
+                    return mismatch("the cotangent of `revwhile`", &s, &z, args[3].span);
+                }
+                let acc = self.value(&args[4])?;
+                let next = self.check_fn(
+                    &args[0],
+                    &[s.clone(), unit.clone()],
+                    "the step of `revwhile`",
+                )?;
+                if next != s {
+                    return mismatch("the step of `revwhile`", &s, &next, args[0].span);
+                }
+                let r =
+                    self.check_fn(f, &[s.clone(), unit.clone(), s.clone(), acc.clone()], &what)?;
+                let want = Type::Tuple(vec![s.clone(), unit, acc.clone()]);
+                if r != want {
+                    return mismatch(format!("the result of {what}"), &want, &r, f.span);
+                }
+                Ok(Type::Tuple(vec![s, acc]))
+            }
             ArrayOp::Reduce | ArrayOp::Foldl(_) | ArrayOp::Scanl | ArrayOp::Scanr => {
                 let mut s = self.value(&args[0])?;
                 let (t, n) = self.array(&args[1], &format!("`{}`", op.name()))?;
@@ -1437,6 +1585,42 @@ impl Checker<'_> {
                     _ => s,
                 })
             }
+        }
+    }
+
+    /// For a loop written `loop p = v while c do e` whose function does
+    /// not check: that its step `e` gives a state of another type than the
+    /// start's `s`, if so — said in the loop's terms rather than in those
+    /// of the `if` it is made of. (Only on the way to an error: inferring
+    /// the step again would record its literals' types twice.)
+    fn while_step_error(&mut self, f: &Expr, s: &Type) -> Option<TypeError> {
+        let ExprKind::Lambda(params, body) = &f.kind else {
+            return None;
+        };
+        let ([param], ExprKind::If(_, then, _)) = (params.as_slice(), &body.kind) else {
+            return None;
+        };
+        let ExprKind::Tuple(parts) = &then.kind else {
+            return None;
+        };
+        let [flag, step] = &parts[..] else {
+            return None;
+        };
+        if !matches!(flag.kind, ExprKind::Int(1)) {
+            return None;
+        }
+        let mark = self.vars.mark();
+        let t = self.bind(&param.pat, s).and_then(|()| self.infer(step));
+        self.vars.pop_to(mark);
+        match t {
+            Ok(t) if t != *s => mismatch::<()>(
+                "the step of a `while` loop (a state of the start's type)",
+                s,
+                &t,
+                step.span,
+            )
+            .err(),
+            _ => None,
         }
     }
 

@@ -1244,6 +1244,7 @@ fn the_interpreter_bounds_total_allocation() {
     let limits = interp::Limits {
         max_array_len: 1000,
         max_total_elements: 20_000,
+        ..Default::default()
     };
     // 100 arrays of 100 elements fit; 200 of 200 do not, though each does.
     assert!(interp::call_with_limits(&m, 0, &[r(100.0)], limits).is_ok());

@@ -15,7 +15,7 @@ fn error(text: &str) -> (String, String) {
 fn a_while_loop_says_how_to_loop() {
     let (m, at) = error("def f(x: R) -> R = while x < 10 do x * 2");
     assert!(
-        m.contains("there is no `while` loop") && m.contains("foldl"),
+        m.contains("`loop x = start while condition do step`"),
         "{m}"
     );
     assert_eq!(at, "while");

@@ -15,6 +15,18 @@
 //! When `e` does not read `y`, `VJP` returns `()` in place of `r.y`, so
 //! `Ā'` is an array of empty tuples (no memory) and `A` gets no cotangent.
 //!
+//! **`while` loops** take the same reverse, over the steps the loop took.
+//! The forward pass counts them — `while F v` becomes
+//! `while ((s, k). let r = F(s) in if r.0 == 0 then (0, (s, k)) else (1, (r.1, k + 1))) (v, 0)`,
+//! whose first component is the result and second the trip count `n` —
+//! and the reverse is `revwhile`, `revfold` over `n` steps without
+//! elements, on Griewank's binomial schedule with [`WHILE_SNAPSHOTS`]
+//! snapshots: memory for that many states whatever `n` (known only once
+//! the loop has run), and about `r·n` steps recomputed where
+//! `n ≤ C(WHILE_SNAPSHOTS + r, r)`. Each step reversed is `F`'s step, the
+//! branch its condition took while the loop went on: the trip count is
+//! data, so its derivative is zero, and so is that of the condition.
+//!
 //! This is the vector–Jacobian right scan of [`super::fold`] with the scan
 //! and the per-step products fused into one backward loop, so that neither
 //! the states nor the cotangents of the states are kept. The free
@@ -26,7 +38,78 @@ use crate::direct::{AdResult, Arg, Deriver, Sweep};
 use gradlift_lang::build::*;
 use gradlift_lang::syntax::*;
 
+/// The snapshots of the reverse of a `while` loop (module documentation):
+/// at most this many states are kept, whatever the trip count.
+pub const WHILE_SNAPSHOTS: u32 = 32;
+
+/// What a reversed loop steps over: the elements of an array (`revfold`),
+/// or a number of steps without elements (`revwhile`).
+pub(crate) enum Steps<'a> {
+    /// The fold's array.
+    Over(&'a Arg),
+    /// The trip count.
+    Count(Expr),
+}
+
 impl Deriver {
+    /// The forward pass of `while (s. body) v` for its reverse: the loop
+    /// with its steps counted, `(result, trip count)`.
+    pub(crate) fn counted_while(&mut self, param: &Name, body: &Expr, v: Expr) -> Expr {
+        let (s, k, r) = (
+            self.names.fresh("s"),
+            self.names.fresh("k"),
+            self.names.fresh("r"),
+        );
+        let step = let_in(pvar(param), var(&s), body.clone());
+        let stays = prim(gradlift_lang::Prim::IEq, vec![proj(var(&r), 0), int(0)]);
+        let next = tuple(vec![
+            proj(var(&r), 1),
+            prim(gradlift_lang::Prim::IAdd, vec![var(&k), int(1)]),
+        ]);
+        let f = lambda(
+            vec![ptuple(vec![pvar(&s), pvar(&k)])],
+            let_in(
+                pvar(&r),
+                step,
+                cond(
+                    stays,
+                    tuple(vec![int(0), tuple(vec![var(&s), var(&k)])]),
+                    tuple(vec![int(1), next]),
+                ),
+            ),
+        );
+        array_op(ArrayOp::While, f, vec![tuple(vec![v, int(0)])])
+    }
+
+    /// The reverse of `while (s. body) v`, whose counted forward pass is
+    /// `counted` (module documentation).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn while_backward(
+        &mut self,
+        sw: &mut Sweep,
+        params: &[Name],
+        body: &Expr,
+        args: &[Arg],
+        counted: &Name,
+        acc_ty: &Type,
+        z: Expr,
+    ) -> AdResult<()> {
+        let unit = self.names.fresh("unit");
+        let step_params = [params[0].clone(), unit];
+        let step = proj(body.clone(), 1);
+        let count = proj(var(counted), 1);
+        self.checkpoint_backward(
+            sw,
+            Schedule::Binomial(WHILE_SNAPSHOTS),
+            &step_params,
+            &step,
+            &args[0],
+            Steps::Count(count),
+            acc_ty,
+            z,
+        )
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn checkpoint_backward(
         &mut self,
@@ -34,13 +117,19 @@ impl Deriver {
         schedule: Schedule,
         params: &[Name],
         body: &Expr,
-        args: &[Arg],
+        start: &Arg,
+        steps: Steps<'_>,
         acc_ty: &Type,
         z: Expr,
     ) -> AdResult<()> {
-        let (v, v_ty) = &args[0];
-        let (a, a_ty) = &args[1];
-        let ctx = self.step_context(params, body, acc_ty, a_ty);
+        let (v, v_ty) = start;
+        let ctx = match &steps {
+            Steps::Over((_, a_ty)) => self.step_context(params, body, acc_ty, a_ty),
+            Steps::Count(_) => {
+                let unit = Type::Tuple(Vec::new());
+                self.step_context(params, body, acc_ty, &Type::array(unit, Size::lit(0)))
+            }
+        };
         let fv = &ctx[..ctx.len() - 2];
         let (kx, ky, len) = (fv.len(), fv.len() + 1, fv.len() + 2);
 
@@ -86,20 +175,33 @@ impl Deriver {
                     .collect(),
             )),
         };
-        let reversed = array_op(
-            ArrayOp::Revfold(schedule),
-            vjp,
-            vec![step, v.clone(), a.clone(), z, init],
-        );
+        let (reversed, acc_at) = match &steps {
+            Steps::Over((a, _)) => (
+                array_op(
+                    ArrayOp::Revfold(schedule),
+                    vjp,
+                    vec![step, v.clone(), a.clone(), z, init],
+                ),
+                2,
+            ),
+            Steps::Count(count) => (
+                array_op(
+                    ArrayOp::Revwhile(schedule),
+                    vjp,
+                    vec![step, v.clone(), count.clone(), z, init],
+                ),
+                1,
+            ),
+        };
         let out = self.bind(&mut sw.rev, "reversed", reversed);
         self.add(sw, v, v_ty, Adj::Val(proj(out.clone(), 0)));
-        if elements {
+        if let (true, Steps::Over((a, a_ty))) = (elements, &steps) {
             self.add(sw, a, a_ty, Adj::Val(proj(out.clone(), 1)));
         }
         for (j, (n, t)) in fv.iter().enumerate() {
             let total = match fv.len() {
-                1 => proj(out.clone(), 2),
-                _ => proj(proj(out.clone(), 2), j),
+                1 => proj(out.clone(), acc_at),
+                _ => proj(proj(out.clone(), acc_at), j),
             };
             self.add(sw, &var(n), t, Adj::Val(total));
         }

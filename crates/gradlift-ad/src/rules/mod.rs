@@ -45,7 +45,16 @@ impl Deriver {
                     &self.constant_value(&args[0].0),
                 ) =>
             {
-                self.checkpoint_backward(sw, schedule, params, body, args, ty, z)
+                self.checkpoint_backward(
+                    sw,
+                    schedule,
+                    params,
+                    body,
+                    &args[0],
+                    crate::rules::checkpoint::Steps::Over(&args[1]),
+                    ty,
+                    z,
+                )
             }
             (ArrayOp::Reduce | ArrayOp::Foldl(_), None) => {
                 let unit = self.constant_value(&args[0].0);
@@ -63,10 +72,16 @@ impl Deriver {
             }
             (ArrayOp::Scanl, _) => self.scan_backward(sw, params, body, args, out, z, true),
             (ArrayOp::Scanr, _) => self.scan_backward(sw, params, body, args, out, z, false),
-            (ArrayOp::Revfold(_), _) => Err(crate::direct::AdError::Unsupported {
-                what: "a `revfold` (a Target form)".into(),
-                span: out.span,
-            }),
+            (ArrayOp::While, Some(counted)) => {
+                self.while_backward(sw, params, body, args, &counted, ty, z)
+            }
+            (ArrayOp::While, None) => unreachable!("the forward pass counts a loop's steps"),
+            (ArrayOp::Revfold(_) | ArrayOp::Revwhile(_), _) => {
+                Err(crate::direct::AdError::Unsupported {
+                    what: format!("a `{}` (a Target form)", op.name()),
+                    span: out.span,
+                })
+            }
         }
     }
 

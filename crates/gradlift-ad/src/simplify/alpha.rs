@@ -124,6 +124,7 @@ impl Alpha {
             }
             (Apply(f, xs), Apply(g, ys)) => self.eq(f, g) && self.all(xs, ys),
             (ArrayOp(o, f, xs), ArrayOp(p, g, ys)) => o == p && self.eq(f, g) && self.all(xs, ys),
+            (Derive(d, f, xs), Derive(c, g, ys)) => d == c && self.eq(f, g) && self.all(xs, ys),
             (Builtin(b, xs), Builtin(c, ys)) => b == c && self.all(xs, ys),
             _ => false,
         }
@@ -203,6 +204,7 @@ impl Alpha {
             }
             Apply(f, xs) => ("@", self.hash(f), self.hash_all(xs)).hash(&mut h),
             ArrayOp(op, f, xs) => (op.name(), self.hash(f), self.hash_all(xs)).hash(&mut h),
+            Derive(d, f, xs) => (d.name(), self.hash(f), self.hash_all(xs)).hash(&mut h),
             Builtin(b, xs) => (b.name(), self.hash_all(xs)).hash(&mut h),
             Let { .. } => unreachable!("let chains are walked above"),
         }

@@ -394,7 +394,11 @@ fn total(e: &Expr) -> bool {
         let ok = match &e.kind {
             ExprKind::Index(..) | ExprKind::Apply(..) | ExprKind::ArrayLit(_) => false,
             ExprKind::Prim(p, _) if p.can_fail() => false,
-            ExprKind::ArrayOp(op, ..) => !matches!(op, ArrayOp::Revfold(_)),
+            // A `while` loop may run into its iteration limit.
+            ExprKind::ArrayOp(op, ..) => !matches!(
+                op,
+                ArrayOp::Revfold(_) | ArrayOp::While | ArrayOp::Revwhile(_)
+            ),
             // `replicate(n, x)` and `iota(n)` of a size (a variable or a
             // length) cannot fail.
             ExprKind::Builtin(Builtin::Replicate | Builtin::Iota, args) => matches!(

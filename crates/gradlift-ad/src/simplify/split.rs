@@ -122,7 +122,7 @@ pub(super) fn param_of(op: ArrayOp, k: usize) -> Option<usize> {
         ArrayOp::Reduce | ArrayOp::Foldl(_) | ArrayOp::Scanl | ArrayOp::Scanr => {
             (k == 1).then_some(1)
         }
-        ArrayOp::Revfold(_) => None,
+        ArrayOp::Revfold(_) | ArrayOp::While | ArrayOp::Revwhile(_) => None,
     }
 }
 

@@ -129,6 +129,10 @@ pub(super) fn map_children(e: Expr, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
             let g = f(*g);
             ExprKind::ArrayOp(op, Box::new(g), xs.into_iter().map(&mut *f).collect())
         }
+        ExprKind::Derive(d, g, xs) => {
+            let g = f(*g);
+            ExprKind::Derive(d, Box::new(g), xs.into_iter().map(&mut *f).collect())
+        }
     };
     Expr::new(kind, span)
 }
@@ -156,7 +160,7 @@ pub(super) fn for_each_child<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
             f(e);
         }
         ExprKind::Lambda(_, body) => f(body),
-        ExprKind::Apply(g, xs) | ExprKind::ArrayOp(_, g, xs) => {
+        ExprKind::Apply(g, xs) | ExprKind::ArrayOp(_, g, xs) | ExprKind::Derive(_, g, xs) => {
             f(g);
             xs.iter().for_each(f);
         }
@@ -281,7 +285,7 @@ pub(super) fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
         ExprKind::Proj(x, _) | ExprKind::Index(x, _) => vec![&mut **x],
         ExprKind::If(c, t, f) => vec![&mut **c, &mut **t, &mut **f],
         ExprKind::Lambda(_, body) => vec![Arc::make_mut(body)],
-        ExprKind::Apply(f, xs) | ExprKind::ArrayOp(_, f, xs) => {
+        ExprKind::Apply(f, xs) | ExprKind::ArrayOp(_, f, xs) | ExprKind::Derive(_, f, xs) => {
             std::iter::once(&mut **f).chain(xs.iter_mut()).collect()
         }
     }

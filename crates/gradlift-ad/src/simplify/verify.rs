@@ -75,8 +75,9 @@ fn check(e: &Expr, function_position: bool) -> Result<(), (Span, String)> {
             ExprKind::Apply(..) => Err((e.span, "an application `f(…)`".into())),
             ExprKind::ArrayOp(op, f, args) => {
                 check(f, true)?;
-                // `revfold`'s step function is its first argument.
-                let step = matches!(op, ArrayOp::Revfold(_));
+                // `revfold`'s and `revwhile`'s step function is their first
+                // argument.
+                let step = matches!(op, ArrayOp::Revfold(_) | ArrayOp::Revwhile(_));
                 args.iter()
                     .enumerate()
                     .try_for_each(|(i, a)| check(a, step && i == 0))

@@ -35,6 +35,18 @@ pub enum Derive {
         /// For each component, its key and the key of its first element.
         names: &'static [(&'static str, &'static str)],
     },
+    /// GradBench ba's sparse Jacobian: the definition returns, for p
+    /// observations, one 2 × 15 block each (the derivatives of the
+    /// observation's two residuals with respect to its camera's 11
+    /// parameters, its point's 3 coordinates and its weight) and the
+    /// derivative of each weight's residual. Sent in compressed sparse rows
+    /// (`rows`, `cols`, `vals`) of the Jacobian of all 3p residuals with
+    /// respect to the 11n + 3m + p unknowns, as GradBench's ba takes it:
+    /// its first 30 entries (the first observation's block) and its last.
+    BundleJacobian {
+        /// The definition.
+        function: &'static str,
+    },
     /// The Newton direction J ⊘ H for one parameter, where J is the
     /// gradient and H the Hessian times a vector of ones (the diagonal of a
     /// diagonal Hessian), by forward over reverse mode.
@@ -185,13 +197,43 @@ pub const MODULES: &[ModuleSource] = &[
     ModuleSource {
         name: "ba",
         text: include_str!("../../gradbench/ba.grad"),
-        functions: &[(
-            "objective",
-            Derive::Repeated {
-                function: "residuals",
-                names: &[("reproj_error", "elements"), ("w_err", "element")],
-            },
-        )],
+        functions: &[
+            (
+                "objective",
+                Derive::Repeated {
+                    function: "residuals",
+                    names: &[("reproj_error", "elements"), ("w_err", "element")],
+                },
+            ),
+            (
+                "jacobian",
+                Derive::BundleJacobian {
+                    function: "jacobian_blocks",
+                },
+            ),
+        ],
+        paired: &[],
+    },
+    ModuleSource {
+        name: "saddle",
+        text: include_str!("../../gradbench/saddle.grad"),
+        functions: &[
+            ("rr", Derive::Value("rr")),
+            ("ff", Derive::Value("ff")),
+            ("fr", Derive::Value("fr")),
+            ("rf", Derive::Value("rf")),
+        ],
+        paired: &[],
+    },
+    ModuleSource {
+        name: "particle",
+        text: include_str!("../../gradbench/particle.grad"),
+        functions: &[
+            ("rr", Derive::Value("rr")),
+            ("ff", Derive::Value("ff")),
+            ("fr", Derive::Value("fr")),
+            ("rf", Derive::Value("rf")),
+        ],
         paired: &[],
     },
 ];

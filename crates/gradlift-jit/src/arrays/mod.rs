@@ -83,6 +83,7 @@ mod map;
 mod peel;
 mod place;
 mod source;
+mod while_loop;
 
 pub(crate) use fold::*;
 use map::*;
@@ -370,8 +371,11 @@ impl Translator<'_, '_> {
 
     /// `map`, `map2`, `reduce`, `foldl`, `scanl`, `scanr`.
     pub fn array_op(&mut self, op: ArrayOp, f: &Expr, args: &[Expr]) -> Result<Values, JitError> {
-        if let ArrayOp::Revfold(schedule) = op {
-            return self.revfold(schedule, f, args);
+        match op {
+            ArrayOp::Revfold(schedule) => return self.revfold(schedule, f, args, false),
+            ArrayOp::Revwhile(schedule) => return self.revfold(schedule, f, args, true),
+            ArrayOp::While => return self.while_loop(f, &args[0]),
+            _ => {}
         }
         let (params, body) = self.lambda(f, op.fn_arity())?;
         let elem_ty = |t: Type| match t {
@@ -380,7 +384,9 @@ impl Translator<'_, '_> {
         };
         match op {
             ArrayOp::Map | ArrayOp::Map2 => self.map_into(params, body, args, None),
-            ArrayOp::Revfold(_) => unreachable!("lowered above"),
+            ArrayOp::Revfold(_) | ArrayOp::Revwhile(_) | ArrayOp::While => {
+                unreachable!("lowered above")
+            }
             ArrayOp::Reduce | ArrayOp::Foldl(_) | ArrayOp::Scanl | ArrayOp::Scanr => {
                 let acc_ty = self.type_of(&args[0])?;
                 let a_ty = self.type_of(&args[1])?;

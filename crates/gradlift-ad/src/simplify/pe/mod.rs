@@ -289,6 +289,13 @@ impl Pe<'_> {
             ExprKind::Const(c) => Ok(Val::Const(*c, e.is_structural_zero())),
             ExprKind::Int(k) => Ok(Val::Int(*k)),
             ExprKind::Literal(_) => ill_typed(span, "a literal whose type is not decided"),
+            ExprKind::Derive(d, ..) => ill_typed(
+                span,
+                format!(
+                    "`{}` before its expansion (the simplifier reads expanded programs)",
+                    d.name()
+                ),
+            ),
             ExprKind::Var(n) => Ok(self
                 .env
                 .get(n)
@@ -322,7 +329,7 @@ impl Pe<'_> {
                 self.index(v, *k, span)
             }
             ExprKind::Lambda(params, body) => Ok(self.closure(params, body)),
-            ExprKind::ArrayOp(op @ ArrayOp::Revfold(_), f, args) => {
+            ExprKind::ArrayOp(op @ (ArrayOp::Revfold(_) | ArrayOp::Revwhile(_)), f, args) => {
                 // The step function is an argument: it stays a lambda.
                 let step = self.function(&args[0], 2)?;
                 let vals = self.eval_all(&args[1..])?;
