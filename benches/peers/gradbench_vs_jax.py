@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gradlift against JAX on the GradBench modules hello, lse, llsq, ode, kmeans, lstm, gmm, det, saddle, particle.
+"""gradlift against JAX on the GradBench modules hello, lse, llsq, ode, kmeans, lstm, gmm, det, ba, saddle, particle.
 
 Each module runs at the GradBench sizes through `gradlift gradbench` (the
 GradBench protocol on a pipe: the times are those the tool reports, the
@@ -249,7 +249,54 @@ def particle(grad0, grad1, w0):
     return argmin(grad0, lambda v: flight(v[0]), jnp.stack([w0]))[0]
 
 
+# ba: bundle adjustment as GradBench sends it (one camera, point, weight
+# and feature, repeated n, m, p and p times; observation j sees camera
+# j mod n and point j mod m). The JAX side builds the repeated arrays
+# before timing and computes every residual, or every observation's 2 × 15
+# Jacobian (`jax.jacrev` under `jax.vmap`); the answer compared is
+# GradBench's: the first of each kind (and the last weight's derivative).
+
+
+def ba_project(cam, x):
+    rot, centre, f, c, k = cam[:3], cam[3:6], cam[6], cam[7:9], cam[9:11]
+    xc = x - centre
+    theta2 = jnp.dot(rot, rot)
+    theta = jnp.sqrt(theta2)
+    w = rot / theta
+    cos, sin = jnp.cos(theta), jnp.sin(theta)
+    rotated = xc * cos + jnp.cross(w, xc) * sin + w * jnp.dot(w, xc) * (1 - cos)
+    small = xc + jnp.cross(rot, xc)
+    p = jnp.where(theta2 != 0, rotated, small)
+    uv = p[:2] / p[2]
+    r2 = jnp.dot(uv, uv)
+    distortion = 1 + k[0] * r2 + k[1] * r2 * r2
+    return uv * distortion * f + c
+
+
+def ba_residual(unknowns, feat):
+    cam, x, w = unknowns[:11], unknowns[11:14], unknowns[14]
+    return w * (ba_project(cam, x) - feat)
+
+
+def ba_objective(cams, points, weights, feats, cam_of, point_of):
+    unknowns = jnp.concatenate(
+        [cams[cam_of], points[point_of], weights[:, None]], axis=1
+    )
+    reproj = jax.vmap(ba_residual)(unknowns, feats)
+    return jnp.concatenate([reproj[0], jnp.array([1 - weights[0] ** 2])])
+
+
+def ba_jacobian(cams, points, weights, feats, cam_of, point_of):
+    unknowns = jnp.concatenate(
+        [cams[cam_of], points[point_of], weights[:, None]], axis=1
+    )
+    blocks = jax.vmap(jax.jacrev(ba_residual))(unknowns, feats)
+    return jnp.concatenate([jnp.ravel(blocks[0]), jnp.array([-2 * weights[-1]])])
+
+
 JAX = {
+    ("ba", "objective"): jax.jit(ba_objective),
+    ("ba", "jacobian"): jax.jit(ba_jacobian),
     ("hello", "square"): jax.jit(lambda x: x * x),
     ("hello", "double"): jax.jit(jax.grad(lambda x: x * x)),
     ("lse", "primal"): jax.jit(lse_primal),
@@ -304,6 +351,20 @@ def jax_args(module, input):
         return (jax.device_put(np.array(input["x"])), input["m"], input["gamma"], *arrays)
     if module == "det":
         return (jax.device_put(np.array(input["A"])), input["ell"])
+    if module == "ba":
+        n, m, p = input["n"], input["m"], input["p"]
+        j = np.arange(p)
+        return tuple(
+            jax.device_put(a)
+            for a in [
+                np.tile(np.array(input["cam"]), (n, 1)),
+                np.tile(np.array(input["x"]), (m, 1)),
+                np.full(p, input["w"]),
+                np.tile(np.array(input["feat"]), (p, 1)),
+                j % n,
+                j % m,
+            ]
+        )
     if module == "saddle":
         return (jax.device_put(np.array(input["start"])),)
     if module == "particle":
@@ -422,6 +483,23 @@ def inputs(module, quick):
     elif module == "det":
         for ell in [5, 8, 11] if quick else range(5, 12):
             yield f"ell={ell}", {"A": rng.random(ell * ell).tolist(), "ell": ell}
+    elif module == "ba":
+        # GradBench's ADBench files (GRADBENCH_BA_DATA, a directory of
+        # ba*_n*_m*_p*.txt): ba1 … ba5, or ba1 and ba3 with --quick.
+        data = os.environ.get("GRADBENCH_BA_DATA", "/tmp/gradbench/evals/ba/data")
+        for i in [1, 3] if quick else range(1, 6):
+            found = [f for f in os.listdir(data) if f.startswith(f"ba{i}_")] if os.path.isdir(data) else []
+            if not found:
+                sys.exit(f"no ba{i} data in {data} (set GRADBENCH_BA_DATA)")
+            lines = open(os.path.join(data, found[0])).read().split("\n")
+            n, m, p = (int(v) for v in lines[0].split())
+            yield found[0].removesuffix(".txt"), {
+                "n": n, "m": m, "p": p,
+                "cam": [float(v) for v in lines[1].split()],
+                "x": [float(v) for v in lines[2].split()],
+                "w": float(lines[3]),
+                "feat": [float(v) for v in lines[4].split()],
+            }
     elif module == "saddle":
         yield "start=[1,1]", {"start": [1.0, 1.0]}
     elif module == "particle":
@@ -437,6 +515,7 @@ FUNCTIONS = {
     "lstm": ["objective", "jacobian"],
     "gmm": ["objective", "jacobian"],
     "det": ["primal", "gradient"],
+    "ba": ["objective", "jacobian"],
     "saddle": ["rr", "ff", "fr", "rf"],
     "particle": ["rr", "ff", "fr", "rf"],
 }
@@ -521,7 +600,11 @@ def main():
                     continue
                 ours = [t["nanoseconds"] for t in answer["timings"]]
                 output = answer["output"]
-                if isinstance(output, dict):
+                if module == "ba" and function == "objective":
+                    output = output["reproj_error"]["elements"] + [output["w_err"]["element"]]
+                elif module == "ba":
+                    output = output["vals"]
+                elif isinstance(output, dict):
                     # gmm's jacobian: its members, flattened in order.
                     output = np.concatenate([np.ravel(output[k]) for k in output])
                 got = np.asarray(output, dtype=np.float64)

@@ -1277,15 +1277,17 @@ fn bench(a: BenchArgs) -> Result<(), String> {
     // The cost model beside the measurements.
     let closed = function.closed().map_err(explain)?;
     let ctx = closed.context();
-    let pc = gradlift::ad::cost::cost(&ctx, &closed.size_vars, &closed.body)
-        .map_err(|e| format!("error: {e}"))?;
-    // A binomial checkpoint schedule is outside the cost model: its ratio
-    // is then reported as null, with the reason in the text output.
+    // A binomial checkpoint schedule and a `while` loop are outside the
+    // cost model: the ratio is then reported as null, with the reason in
+    // the text output.
+    let pc = gradlift::ad::cost::cost(&ctx, &closed.size_vars, &closed.body);
     let gc = gradlift::ad::cost::gradient_cost(&ctx, &closed.size_vars, g.term());
     let total = |c: [f64; 4]| c.iter().sum::<f64>();
-    let cost_ratio = gc
-        .as_ref()
-        .map(|gc| total(gc.eval(&sizes_f)) / total(pc.eval(&sizes_f)));
+    let cost_ratio = pc.and_then(|pc| {
+        gc.as_ref()
+            .map(|gc| total(gc.eval(&sizes_f)) / total(pc.eval(&sizes_f)))
+            .map_err(Clone::clone)
+    });
     let bound = 4.0 * 3f64.powi(gradlift::ad::cost::nao(&closed.body) as i32);
     let ratio = grad_ns / primal_ns;
     if a.json {
