@@ -593,6 +593,7 @@ fn parse_kind(kind: &str) -> Result<OpKind, String> {
         ArrayOp::FOLDL,
         ArrayOp::Scanl,
         ArrayOp::Scanr,
+        ArrayOp::While,
     ];
     if let Some(mut op) = array_ops.into_iter().find(|op| op.name() == word) {
         let mut rest = rest;
