@@ -167,11 +167,14 @@ impl Error {
     }
 
     /// Whether the program failed at run time (in either engine, for
-    /// whatever reason, the memory limit included).
+    /// whatever reason, the memory and iteration limits included).
     pub fn is_runtime(&self) -> bool {
         matches!(
             self.kind,
-            ErrorKind::Runtime | ErrorKind::MemoryLimit { .. } | ErrorKind::OutOfMemory { .. }
+            ErrorKind::Runtime
+                | ErrorKind::IterationLimit
+                | ErrorKind::MemoryLimit { .. }
+                | ErrorKind::OutOfMemory { .. }
         )
     }
 }

@@ -83,7 +83,7 @@ pub fn expand(
     options: Options,
 ) -> Result<Closed, AdError> {
     let mut names = NameSupply::new();
-    reserve_all(&closed.body, &mut names);
+    crate::forward::reserve(&closed.body, &mut names);
     for (p, _) in &closed.params {
         names.reserve(p);
     }
@@ -176,20 +176,9 @@ impl Expander<'_> {
                     bindings.push((cur.span, pat.clone(), ty.clone(), value));
                     cur = body;
                 }
-                let mut out = self.expr(cur)?;
+                let out = self.expr(cur)?;
                 self.typer.pop_to(mark);
-                while let Some((span, pat, ty, value)) = bindings.pop() {
-                    out = Expr::new(
-                        ExprKind::Let {
-                            pat,
-                            ty,
-                            value: Box::new(value),
-                            body: Box::new(out),
-                        },
-                        span,
-                    );
-                }
-                Ok(out)
+                Ok(let_chain(bindings, out))
             }
             ExprKind::ArrayOp(op, f, args) => {
                 let args = self.all(args)?;
@@ -579,22 +568,22 @@ fn inner_product(ty: &Type, a: Expr, b: Expr, names: &mut NameSupply) -> Expr {
     }
 }
 
-/// Reserves every name bound or read in `e`.
-fn reserve_all(e: &Expr, names: &mut NameSupply) {
-    let mut stack = vec![e];
-    let mut bound = Vec::new();
-    while let Some(e) = stack.pop() {
-        match &e.kind {
-            ExprKind::Var(n) => names.reserve(n),
-            ExprKind::Let { pat, .. } => pat.names(&mut bound),
-            ExprKind::Lambda(ps, _) => ps.iter().for_each(|p| p.pat.names(&mut bound)),
-            _ => {}
-        }
-        stack.extend(e.children());
-    }
-    for n in &bound {
-        names.reserve(n);
-    }
+/// `let p₁ = v₁ in … out`, each `let` at its own position.
+fn let_chain(bindings: Vec<(Span, Pattern, Option<Type>, Expr)>, out: Expr) -> Expr {
+    bindings
+        .into_iter()
+        .rev()
+        .fold(out, |body, (span, pat, ty, value)| {
+            Expr::new(
+                ExprKind::Let {
+                    pat,
+                    ty,
+                    value: Box::new(value),
+                    body: Box::new(body),
+                },
+                span,
+            )
+        })
 }
 
 fn freshen_pattern(pat: &Pattern, names: &mut NameSupply, renames: &mut Scope<Name>) -> Pattern {
@@ -640,20 +629,9 @@ fn freshen(e: &Expr, names: &mut NameSupply, renames: &mut Scope<Name>) -> Expr 
                 bindings.push((cur.span, pat, ty.clone(), value));
                 cur = body;
             }
-            let mut out = freshen(cur, names, renames);
+            let out = freshen(cur, names, renames);
             renames.pop_to(mark);
-            while let Some((span, pat, ty, value)) = bindings.pop() {
-                out = Expr::new(
-                    ExprKind::Let {
-                        pat,
-                        ty,
-                        value: Box::new(value),
-                        body: Box::new(out),
-                    },
-                    span,
-                );
-            }
-            out
+            let_chain(bindings, out)
         }
         ExprKind::Lambda(params, body) => {
             let mark = renames.mark();

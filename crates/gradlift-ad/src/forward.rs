@@ -88,7 +88,8 @@ pub fn jvp(closed: &Closed) -> Result<Closed, AdError> {
     })
 }
 
-fn reserve(e: &Expr, names: &mut NameSupply) {
+/// Reserves every name `e` reads or binds.
+pub(crate) fn reserve(e: &Expr, names: &mut NameSupply) {
     let mut todo = vec![e];
     while let Some(e) = todo.pop() {
         match &e.kind {

@@ -471,14 +471,15 @@ fn bundle_jacobian(n: i64, m: i64, p: i64, out: &[f64]) -> Json {
             _ => 11 * n + 3 * m,
         }
     };
-    let count = |i: usize| (p as usize * BLOCK).min(i);
+    // The first block's entries (fewer when there are no observations).
+    let first = BLOCK.min(out.len().saturating_sub(p as usize));
     let mut rows: Vec<Json> = (0..BLOCK as i64)
         .map(|i| Json::from(row_start(i)))
         .collect();
     rows.push(Json::from(row_start(3 * p)));
-    let mut cols: Vec<Json> = (0..count(BLOCK)).map(|k| Json::from(column(k))).collect();
+    let mut cols: Vec<Json> = (0..first).map(|k| Json::from(column(k))).collect();
     cols.push(Json::from(11 * n + 3 * m + p - 1));
-    let mut vals: Vec<Json> = out[..count(BLOCK)]
+    let mut vals: Vec<Json> = out[..first]
         .iter()
         .map(|x| Value::Real(*x).to_json())
         .collect();

@@ -637,31 +637,32 @@ impl Interpreter<'_> {
         let a = self.eval(&args[2])?;
         let mut cotangent = self.eval(&args[3])?;
         let mut acc = self.eval(&args[4])?;
-        let steps = match a {
-            Value::Int(k) => Some(k),
-            _ => None,
-        };
-        let units: Arc<[Value]>;
-        let xs = match steps {
-            Some(k) => {
-                let k = usize::try_from(k).unwrap_or(0);
-                units = vec![Value::tuple(Vec::new()); k].into();
-                &units
+        // `revwhile` steps over a count with no elements (each is `()`) and
+        // keeps none of their cotangents: only the snapshots take memory.
+        let (xs, n) = match &a {
+            Value::Int(k) => (None, u64::try_from(*k).unwrap_or(0)),
+            _ => {
+                let xs = array(&a, "`revfold`", args[2].span)?;
+                (Some(xs), xs.len() as u64)
             }
-            None => array(&a, "`revfold`", args[2].span)?,
         };
-        let n = xs.len() as u64;
-        self.allocate(xs.len() + schedule.slots(n) as usize, span)?;
+        let unit = Value::tuple(Vec::new());
+        let element = |i: u64| match xs {
+            Some(xs) => xs[i as usize].clone(),
+            None => unit.clone(),
+        };
+        let kept = xs.map_or(0, |xs| xs.len());
+        self.allocate(kept + schedule.slots(n) as usize, span)?;
         let mut slots: Vec<Option<Value>> = vec![None; schedule.slots(n) as usize];
-        let mut out: Vec<Value> = vec![Value::Real(0.0); xs.len()];
+        let mut out: Vec<Value> = vec![Value::Real(0.0); kept];
         let mut buf = vec![0i64; schedule.words(n) as usize];
         let mut machine = Machine::start(schedule, n, &mut buf);
         loop {
             match machine.next() {
                 Action::Done => break,
                 Action::Advance { from, count } => {
-                    for x in &xs[from as usize..(from + count) as usize] {
-                        state = self.invoke(&step, vec![state, x.clone()], span)?;
+                    for i in from..from + count {
+                        state = self.invoke(&step, vec![state, element(i)], span)?;
                     }
                 }
                 Action::Store(k) => slots[k as usize] = Some(state.clone()),
@@ -669,8 +670,8 @@ impl Interpreter<'_> {
                     state = slots[k as usize].clone().expect("a stored slot");
                 }
                 Action::Reverse(i) => {
-                    let x = xs[i as usize].clone();
-                    let r = self.invoke(vjp, vec![state.clone(), x, cotangent, acc], span)?;
+                    let r =
+                        self.invoke(vjp, vec![state.clone(), element(i), cotangent, acc], span)?;
                     let Value::Tuple(parts) = r else {
                         return at("the function of `revfold` must return a triple", span);
                     };
@@ -678,11 +679,13 @@ impl Interpreter<'_> {
                         return at("the function of `revfold` must return a triple", span);
                     };
                     (cotangent, acc) = (g.clone(), f.clone());
-                    out[i as usize] = e.clone();
+                    if xs.is_some() {
+                        out[i as usize] = e.clone();
+                    }
                 }
             }
         }
-        if steps.is_some() {
+        if xs.is_none() {
             return Ok(Value::tuple(vec![cotangent, acc]));
         }
         Ok(Value::tuple(vec![cotangent, Value::array(out), acc]))
