@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gradlift against JAX on the GradBench modules hello, lse, llsq, ode, kmeans, lstm, gmm, det, ba, saddle, particle.
+"""gradlift against JAX on the GradBench modules hello, lse, llsq, ode, kmeans, lstm, gmm, det, ba, ht, saddle, particle.
 
 Each module runs at the GradBench sizes through `gradlift gradbench` (the
 GradBench protocol on a pipe: the times are those the tool reports, the
@@ -294,6 +294,90 @@ def ba_jacobian(cams, points, weights, feats, cam_of, point_of):
     return jnp.concatenate([jnp.ravel(blocks[0]), jnp.array([-2 * weights[-1]])])
 
 
+def ht_euler(p):
+    """The rotation of the Euler angles (x, z, y), 3 × 3: Rz·Ry·Rx."""
+    cx, sx = jnp.cos(p[0]), jnp.sin(p[0])
+    cy, sy = jnp.cos(p[2]), jnp.sin(p[2])
+    cz, sz = jnp.cos(p[1]), jnp.sin(p[1])
+    return jnp.array([
+        [cy * cz, sx * sy * cz - cx * sz, sx * sz + cx * sy * cz],
+        [cy * sz, cx * cz + sx * sy * sz, cx * sy * sz - sx * cz],
+        [-sy, sx * cy, cx * cy],
+    ])
+
+
+def ht_angle_axis(a):
+    n = jnp.sqrt(jnp.sum(a * a))
+    safe = jnp.where(n < 1e-4, 1.0, n)
+    x, y, z = a / safe
+    s, c = jnp.sin(safe), jnp.cos(safe)
+    r = jnp.array([
+        [x * x + (1 - x * x) * c, x * y * (1 - c) - z * s, x * z * (1 - c) + y * s],
+        [x * y * (1 - c) + z * s, y * y + (1 - y * y) * c, y * z * (1 - c) - x * s],
+        [x * z * (1 - c) - y * s, z * y * (1 - c) + x * s, z * z + (1 - z * z) * c],
+    ])
+    return jnp.where(n < 1e-4, jnp.eye(3), r)
+
+
+def ht_pose(theta, bones):
+    """The pose parameters, (bones + 3) × 3 (ADBench's to_pose_params)."""
+    rows = [theta[0:3], jnp.ones(3), theta[3:6]]
+    zero = jnp.zeros(())
+    for j in range(3, bones + 3):
+        if j >= 25 or j == 3 or j % 4 == 0:
+            rows.append(jnp.zeros(3))
+        elif j % 4 == 1:
+            rows.append(jnp.stack([theta[j + 1], theta[j + 2], zero]))
+        else:
+            rows.append(jnp.stack([theta[j + 2], zero, zero]))
+    return jnp.stack(rows)
+
+
+def ht_vertices(theta, parents, base_relatives, inverse_base_absolutes, base_positions, weights, mirrored):
+    bones = base_relatives.shape[0]
+    poses = ht_pose(theta, bones)
+    rot = jax.vmap(ht_euler)(poses[3:])
+    tr = jnp.zeros((bones, 4, 4)).at[:, :3, :3].set(rot).at[:, 3, 3].set(1.0)
+    relatives = base_relatives @ tr
+
+    def absolute(i, acc):
+        parent = parents[i]
+        t = jnp.where(parent == -1, relatives[i], acc[jnp.maximum(parent, 0)] @ relatives[i])
+        return acc.at[i].set(t)
+
+    absolutes = jax.lax.fori_loop(0, bones, absolute, relatives)
+    transforms = (absolutes @ inverse_base_absolutes)[:, :3, :].reshape(bones, 12)
+    blend = (weights @ transforms).reshape(-1, 3, 4)
+    local = jnp.einsum("vrc,vc->vr", blend, base_positions)
+    local = local.at[:, 0].multiply(jnp.where(mirrored, -1.0, 1.0))
+    rotation = ht_angle_axis(poses[0]) * poses[1][None, :]
+    return local @ rotation.T + poses[2]
+
+
+def ht_objective(theta, us, parents, base_relatives, inverse_base_absolutes, base_positions, weights, triangles, mirrored, correspondences, points):
+    v = ht_vertices(theta, parents, base_relatives, inverse_base_absolutes, base_positions, weights, mirrored)
+    if us.shape[0] == 0:
+        model = v[correspondences]
+    else:
+        tri = triangles[correspondences]
+        model = (us[:, 0:1] * v[tri[:, 0]] + us[:, 1:2] * v[tri[:, 1]]
+                 + (1 - us[:, 0:1] - us[:, 1:2]) * v[tri[:, 2]])
+    return jnp.ravel(points - model)
+
+
+def ht_jacobian(theta, us, *rest):
+    """The rows of the residuals' Jacobian: by forward mode for theta's 26
+    columns and, when there are barycentric coordinates, two compressed
+    forward passes for theirs (each residual depends on its own only),
+    placed first as GradBench takes them."""
+    dtheta = jax.jacfwd(lambda t: ht_objective(t, us, *rest))(theta)
+    if us.shape[0] == 0:
+        return dtheta
+    f = lambda u: ht_objective(theta, u, *rest)
+    du = [jax.jvp(f, (us,), (jnp.zeros_like(us).at[:, c].set(1.0),))[1] for c in range(2)]
+    return jnp.concatenate([jnp.stack(du, axis=1), dtheta], axis=1)
+
+
 JAX = {
     ("ba", "objective"): jax.jit(ba_objective),
     ("ba", "jacobian"): jax.jit(ba_jacobian),
@@ -313,6 +397,8 @@ JAX = {
     ("lstm", "jacobian"): jax.jit(lstm_jacobian),
     ("gmm", "objective"): jax.jit(gmm_objective, static_argnums=1),
     ("gmm", "jacobian"): jax.jit(gmm_jacobian, static_argnums=1),
+    ("ht", "objective"): jax.jit(ht_objective),
+    ("ht", "jacobian"): jax.jit(ht_jacobian),
     ("det", "primal"): jax.jit(det_primal, static_argnums=1),
     ("det", "gradient"): jax.jit(jax.grad(det_primal), static_argnums=1),
 }
@@ -365,6 +451,22 @@ def jax_args(module, input):
                 j % m,
             ]
         )
+    if module == "ht":
+        data, model = input["data"], input["data"]["model"]
+        arrays = [
+            np.array(input["theta"]),
+            np.array(input["us"], dtype=np.float64).reshape(-1, 2),
+            np.array(model["parents"]),
+            np.array(model["base_relatives"]),
+            np.array(model["inverse_base_absolutes"]),
+            np.array(model["base_positions"]),
+            np.array(model["weights"]),
+            np.array(model["triangles"]),
+            np.array(model["is_mirrored"]),
+            np.array(data["correspondences"]),
+            np.array(data["points"]),
+        ]
+        return tuple(jax.device_put(a) for a in arrays)
     if module == "saddle":
         return (jax.device_put(np.array(input["start"])),)
     if module == "particle":
@@ -500,10 +602,70 @@ def inputs(module, quick):
                 "w": float(lines[3]),
                 "feat": [float(v) for v in lines[4].split()],
             }
+    elif module == "ht":
+        # GradBench's ADBench files (GRADBENCH_HT_DATA, holding
+        # complicated_big/ and simple_big/): hand1, 4, 8 and 11 of each
+        # variant, or hand1 and 8 with --quick.
+        data = os.environ.get("GRADBENCH_HT_DATA", "/tmp/gradbench/evals/ht/data")
+        for variant in ["complicated", "simple"]:
+            folder = os.path.join(data, f"{variant}_big")
+            if not os.path.isdir(folder):
+                sys.exit(f"no ht data in {folder} (set GRADBENCH_HT_DATA)")
+            model = ht_model(os.path.join(folder, "model"))
+            for i in [1, 8] if quick else [1, 4, 8, 11]:
+                name = next(f for f in sorted(os.listdir(folder)) if f.startswith(f"hand{i}_"))
+                yield f"{variant} {name.removesuffix('.txt')}", ht_input(
+                    model, os.path.join(folder, name), variant == "complicated"
+                )
     elif module == "saddle":
         yield "start=[1,1]", {"start": [1.0, 1.0]}
     elif module == "particle":
         yield "w=0", {"w": 0.0}
+
+
+def ht_model(folder):
+    """ADBench's hand model files, as GradBench sends the model."""
+    def rows(name):
+        with open(os.path.join(folder, name)) as f:
+            return [line.strip().split(":") for line in f if line.strip()]
+
+    bones = rows("bones.txt")
+    vertices = rows("vertices.txt")
+    weights = np.zeros((len(vertices), len(bones)))
+    for v, atoms in enumerate(vertices):
+        for k in range(int(atoms[8])):
+            weights[v, int(atoms[9 + 2 * k])] = float(atoms[10 + 2 * k])
+    return {
+        "bone_count": len(bones),
+        "bone_names": [b[0] for b in bones],
+        "parents": [int(b[1]) for b in bones],
+        "base_relatives": [np.array(b[2:18], float).reshape(4, 4).tolist() for b in bones],
+        "inverse_base_absolutes": [np.array(b[18:34], float).reshape(4, 4).tolist() for b in bones],
+        "base_positions": [[float(x) for x in v[:3]] + [1.0] for v in vertices],
+        "weights": weights.tolist(),
+        "triangles": [[int(x) for x in t] for t in rows("triangles.txt")],
+        "is_mirrored": False,
+    }
+
+
+def ht_input(model, path, complicated):
+    """A GradBench ht input from an ADBench hand file."""
+    with open(path) as f:
+        lines = f.read().split("\n")
+    npts, ntheta = (int(v) for v in lines[0].split())
+    points = [lines[1 + i].split() for i in range(npts)]
+    rest = lines[1 + npts:]
+    us = [[float(x) for x in rest[i].split()] for i in range(npts)] if complicated else []
+    theta = [float(rest[(npts if complicated else 0) + i]) for i in range(ntheta)]
+    return {
+        "theta": theta,
+        "us": us,
+        "data": {
+            "model": model,
+            "correspondences": [int(p[0]) for p in points],
+            "points": [[float(x) for x in p[1:]] for p in points],
+        },
+    }
 
 
 FUNCTIONS = {
@@ -516,6 +678,7 @@ FUNCTIONS = {
     "gmm": ["objective", "jacobian"],
     "det": ["primal", "gradient"],
     "ba": ["objective", "jacobian"],
+    "ht": ["objective", "jacobian"],
     "saddle": ["rr", "ff", "fr", "rf"],
     "particle": ["rr", "ff", "fr", "rf"],
 }

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 mod modules;
 
-use modules::{module_names, Derive, ModuleSource, MODULES};
+use modules::{module_names, Derive, ModuleSource, Reshape, MODULES};
 
 /// One GradBench function, compiled.
 struct Entry {
@@ -61,8 +61,9 @@ impl Code {
 /// A defined module: its functions by GradBench name.
 struct Module {
     entries: HashMap<&'static str, Entry>,
-    /// Input members read as pairs of rows ([`ModuleSource::paired`]).
-    paired: &'static [&'static str],
+    /// How an input becomes the definitions' arguments
+    /// ([`ModuleSource::input`]).
+    input: &'static [Reshape],
 }
 
 fn compile_module(source: &ModuleSource, jit: &Jit) -> Result<Module, String> {
@@ -73,7 +74,8 @@ fn compile_module(source: &ModuleSource, jit: &Jit) -> Result<Module, String> {
         let (function, code) = match derive {
             Derive::Value(f)
             | Derive::Repeated { function: f, .. }
-            | Derive::BundleJacobian { function: f } => {
+            | Derive::BundleJacobian { function: f }
+            | Derive::HandJacobian { function: f } => {
                 let function = program.function(f).map_err(|e| e.to_string())?;
                 let compiled = function.compile(jit).map_err(|e| e.to_string())?;
                 (function, Code::Function(compiled))
@@ -118,7 +120,7 @@ fn compile_module(source: &ModuleSource, jit: &Jit) -> Result<Module, String> {
     }
     Ok(Module {
         entries,
-        paired: source.paired,
+        input: source.input,
     })
 }
 
@@ -276,8 +278,8 @@ fn evaluate(
         .map(Json::take)
         .ok_or("the message has no `input`")?;
     let runs = Runs::take(&mut input)?;
-    for member in module.paired {
-        pair_rows(&mut input, member)?;
+    for step in module.input {
+        reshape(&mut input, *step)?;
     }
     let mut call = Call::prepare(entry, input)?;
     let timings = runs.time(|| call.run(entry))?;
@@ -424,6 +426,24 @@ impl Call {
                 let size = |v: &str| self.sizes.get(v).copied().unwrap_or(0);
                 bundle_jacobian(size("n"), size("m"), size("p"), &self.out)
             }
+            (Derive::HandJacobian { .. }, _) => {
+                let rows = shape_json(&entry.sig.ret, &self.sizes, &mut self.out.iter());
+                if self.sizes.get("u").copied().unwrap_or(0) != 0 {
+                    return rows;
+                }
+                // The simple variant: no barycentric coordinates.
+                let Json::Array(rows) = rows else {
+                    unreachable!("the definition returns an array of rows")
+                };
+                Json::Array(
+                    rows.into_iter()
+                        .map(|row| match row {
+                            Json::Array(mut xs) => Json::Array(xs.split_off(2.min(xs.len()))),
+                            other => other,
+                        })
+                        .collect(),
+                )
+            }
             (Derive::NamedGradient { wrt, .. }, _) => {
                 let mut out = self.out[1..].iter();
                 let mut members = Map::new();
@@ -491,25 +511,76 @@ fn bundle_jacobian(n: i64, m: i64, p: i64, out: &[f64]) -> Json {
     ]))
 }
 
-/// Regroups the rows of the input member `name`, an array of 2k rows, as
-/// k pairs (row 2i, row 2i + 1) ([`ModuleSource::paired`]).
-fn pair_rows(input: &mut Json, name: &str) -> Result<(), String> {
-    let Some(Json::Array(rows)) = input.get_mut(name) else {
+/// Applies one step of a module's [`ModuleSource::input`] to an input.
+fn reshape(input: &mut Json, step: Reshape) -> Result<(), String> {
+    let Json::Object(members) = input else {
         return Ok(());
     };
-    if rows.len() % 2 != 0 {
-        return Err(format!(
-            "`{name}` must have an even number of rows (a pair per layer), found {}",
-            rows.len()
-        ));
+    match step {
+        Reshape::Pair(name) => {
+            let Some(Json::Array(rows)) = members.get_mut(name) else {
+                return Ok(());
+            };
+            if rows.len() % 2 != 0 {
+                return Err(format!(
+                    "`{name}` must have an even number of rows (a pair per layer), found {}",
+                    rows.len()
+                ));
+            }
+            let mut pairs = Vec::with_capacity(rows.len() / 2);
+            let mut it = std::mem::take(rows).into_iter();
+            while let (Some(a), Some(b)) = (it.next(), it.next()) {
+                pairs.push(Json::Array(vec![a, b]));
+            }
+            *rows = pairs;
+        }
+        Reshape::Lift(name) => match members.remove(name) {
+            None => {}
+            Some(Json::Object(inner)) => {
+                for (key, value) in inner {
+                    if members.contains_key(&key) {
+                        return Err(format!("`{name}.{key}` is given twice"));
+                    }
+                    members.insert(key, value);
+                }
+            }
+            Some(other) => {
+                return Err(format!(
+                    "`{name}` must be an object of named members, not {}",
+                    json_kind(&other)
+                ))
+            }
+        },
+        Reshape::BoolAsInt(name) => {
+            if let Some(value) = members.get_mut(name) {
+                match value {
+                    Json::Bool(b) => *value = Json::from(i64::from(*b)),
+                    other => {
+                        return Err(format!(
+                            "`{name}` must be true or false, not {}",
+                            json_kind(other)
+                        ))
+                    }
+                }
+            }
+        }
+        Reshape::Drop(name) => {
+            members.remove(name);
+        }
     }
-    let mut pairs = Vec::with_capacity(rows.len() / 2);
-    let mut it = std::mem::take(rows).into_iter();
-    while let (Some(a), Some(b)) = (it.next(), it.next()) {
-        pairs.push(Json::Array(vec![a, b]));
-    }
-    *rows = pairs;
     Ok(())
+}
+
+/// What a JSON value is, for messages.
+fn json_kind(value: &Json) -> &'static str {
+    match value {
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "an array",
+        Json::Object(_) => "an object",
+    }
 }
 
 /// The value of a size expression.

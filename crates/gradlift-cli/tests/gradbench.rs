@@ -766,3 +766,280 @@ fn saddle_and_particle_agree_with_gradbench_in_every_mode_combination() {
         assert!((w - 0.2071918746486116).abs() < 1e-4, "particle {m}: {w}");
     }
 }
+
+/// A 4 × 4 matrix, by rows.
+type M4 = [[f64; 4]; 4];
+
+fn mul4(a: &M4, b: &M4) -> M4 {
+    let mut c = [[0.0; 4]; 4];
+    for i in 0..4 {
+        for j in 0..4 {
+            c[i][j] = (0..4).map(|k| a[i][k] * b[k][j]).sum();
+        }
+    }
+    c
+}
+
+/// A small hand in GradBench's ht input format: ADBench's 22-bone tree,
+/// random transforms, `m` vertices, `t` triangles and `n` points, with
+/// barycentric coordinates when `complicated`.
+fn ht_input(m: usize, t: usize, n: usize, complicated: bool, mirrored: bool, seed: u64) -> Json {
+    let parents: Vec<i64> = vec![
+        -1, 0, 1, 2, 3, 0, 5, 6, 7, 0, 9, 10, 11, 0, 13, 14, 15, 0, 17, 18, 19, 0,
+    ];
+    let b = parents.len();
+    let mut draw = {
+        let xs = sample(100_000, seed);
+        let mut at = 0;
+        move || {
+            at += 1;
+            xs[at - 1] - 0.5
+        }
+    };
+    let mut transform = || -> Json {
+        let mut rows: Vec<Vec<f64>> = (0..3).map(|_| (0..4).map(|_| draw()).collect()).collect();
+        rows.push(vec![0.0, 0.0, 0.0, 1.0]);
+        json!(rows)
+    };
+    let base_relatives: Vec<Json> = (0..b).map(|_| transform()).collect();
+    let inverse_base_absolutes: Vec<Json> = (0..b).map(|_| transform()).collect();
+    let positions: Vec<Vec<f64>> = (0..m).map(|_| vec![draw(), draw(), draw(), 1.0]).collect();
+    let weights: Vec<Vec<f64>> = (0..m)
+        .map(|_| (0..b).map(|_| draw() + 0.5).collect())
+        .collect();
+    let index = |x: f64, k: usize| (((x + 0.5) * k as f64) as usize).min(k - 1);
+    let triangles: Vec<Vec<usize>> = (0..t)
+        .map(|_| (0..3).map(|_| index(draw(), m)).collect())
+        .collect();
+    let correspondences: Vec<usize> = (0..n)
+        .map(|_| index(draw(), if complicated { t } else { m }))
+        .collect();
+    let points: Vec<Vec<f64>> = (0..n).map(|_| vec![draw(), draw(), draw()]).collect();
+    let us: Vec<Vec<f64>> = if complicated {
+        (0..n)
+            .map(|_| vec![draw() + 0.5, 0.5 * (draw() + 0.5)])
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let theta: Vec<f64> = (0..26).map(|_| 2.0 * draw()).collect();
+    json!({
+        "theta": theta,
+        "us": us,
+        "data": {
+            "model": {
+                "bone_count": b,
+                "bone_names": (0..b).map(|i| format!("bone{i}")).collect::<Vec<_>>(),
+                "parents": parents,
+                "base_relatives": base_relatives,
+                "inverse_base_absolutes": inverse_base_absolutes,
+                "base_positions": positions,
+                "weights": weights,
+                "triangles": triangles,
+                "is_mirrored": mirrored,
+            },
+            "correspondences": correspondences,
+            "points": points,
+        },
+    })
+}
+
+/// GradBench ht's residuals, directly (ADBench's hand objective).
+fn ht_objective(input: &Json) -> Vec<f64> {
+    let model = &input["data"]["model"];
+    let theta = reals(&input["theta"]);
+    let m4 = |v: &Json| -> M4 {
+        let xs = reals(v);
+        std::array::from_fn(|i| std::array::from_fn(|j| xs[4 * i + j]))
+    };
+    let ints = |v: &Json| -> Vec<i64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_i64().unwrap())
+            .collect()
+    };
+    let parents = ints(&model["parents"]);
+    let b = parents.len();
+    // Pose parameters: ADBench's to_pose_params.
+    let mut pose = vec![[0.0; 3]; b + 3];
+    pose[0] = [theta[0], theta[1], theta[2]];
+    pose[1] = [1.0; 3];
+    pose[2] = [theta[3], theta[4], theta[5]];
+    let (mut it, mut ip) = (6, 5);
+    for _finger in 0..5 {
+        for i in 2..=4 {
+            pose[ip][0] = theta[it];
+            it += 1;
+            if i == 2 {
+                pose[ip][1] = theta[it];
+                it += 1;
+            }
+            ip += 1;
+        }
+        ip += 1;
+    }
+    let mut absolutes: Vec<M4> = Vec::new();
+    for i in 0..b {
+        let (tx, tz, ty) = (pose[i + 3][0], pose[i + 3][1], pose[i + 3][2]);
+        let rx = [
+            [1.0, 0.0, 0.0],
+            [0.0, tx.cos(), -tx.sin()],
+            [0.0, tx.sin(), tx.cos()],
+        ];
+        let ry = [
+            [ty.cos(), 0.0, ty.sin()],
+            [0.0, 1.0, 0.0],
+            [-ty.sin(), 0.0, ty.cos()],
+        ];
+        let rz = [
+            [tz.cos(), -tz.sin(), 0.0],
+            [tz.sin(), tz.cos(), 0.0],
+            [0.0, 0.0, 1.0],
+        ];
+        let mut r: M4 = [[0.0; 4]; 4];
+        r[3][3] = 1.0;
+        for (p, row) in r.iter_mut().enumerate().take(3) {
+            for (q, x) in row.iter_mut().enumerate().take(3) {
+                *x = (0..3)
+                    .map(|s| (0..3).map(|u| rz[p][u] * ry[u][s]).sum::<f64>() * rx[s][q])
+                    .sum();
+            }
+        }
+        let relative = mul4(&m4(&model["base_relatives"][i]), &r);
+        let absolute = match parents[i] {
+            -1 => relative,
+            p => mul4(&absolutes[p as usize], &relative),
+        };
+        absolutes.push(absolute);
+    }
+    let transforms: Vec<M4> = (0..b)
+        .map(|i| mul4(&absolutes[i], &m4(&model["inverse_base_absolutes"][i])))
+        .collect();
+    // The global rotation: Rodrigues' formula.
+    let a = pose[0];
+    let norm = (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]).sqrt();
+    let mut rot = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
+    if norm >= 1e-4 {
+        let w = [a[0] / norm, a[1] / norm, a[2] / norm];
+        let cross = [[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]];
+        for p in 0..3 {
+            for q in 0..3 {
+                let id = if p == q { 1.0 } else { 0.0 };
+                rot[p][q] =
+                    norm.cos() * id + norm.sin() * cross[p][q] + (1.0 - norm.cos()) * w[p] * w[q];
+            }
+        }
+    }
+    let mirrored = model["is_mirrored"].as_bool().unwrap();
+    let vertices: Vec<[f64; 3]> = model["base_positions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(model["weights"].as_array().unwrap())
+        .map(|(p, w)| {
+            let (p, w) = (reals(p), reals(w));
+            let mut local = [0.0; 3];
+            for (bone, t) in transforms.iter().enumerate() {
+                for (r, x) in local.iter_mut().enumerate() {
+                    *x += w[bone] * (0..4).map(|c| t[r][c] * p[c]).sum::<f64>();
+                }
+            }
+            if mirrored {
+                local[0] = -local[0];
+            }
+            std::array::from_fn(|r| (0..3).map(|c| rot[r][c] * local[c]).sum::<f64>() + pose[2][r])
+        })
+        .collect();
+    let correspondences = ints(&input["data"]["correspondences"]);
+    let points = input["data"]["points"].as_array().unwrap();
+    let us = input["us"].as_array().unwrap();
+    let mut residuals = Vec::new();
+    for (i, &c) in correspondences.iter().enumerate() {
+        let point = reals(&points[i]);
+        let target: [f64; 3] = if us.is_empty() {
+            vertices[c as usize]
+        } else {
+            let tri = ints(&model["triangles"][c as usize]);
+            let u = reals(&us[i]);
+            std::array::from_fn(|k| {
+                u[0] * vertices[tri[0] as usize][k]
+                    + u[1] * vertices[tri[1] as usize][k]
+                    + (1.0 - u[0] - u[1]) * vertices[tri[2] as usize][k]
+            })
+        };
+        residuals.extend((0..3).map(|k| point[k] - target[k]));
+    }
+    residuals
+}
+
+#[test]
+fn ht_matches_the_hand_model_and_its_jacobian_finite_differences() {
+    let (m, t, n) = (9, 5, 7);
+    for (complicated, mirrored) in [(true, false), (false, false), (true, true)] {
+        let input = ht_input(m, t, n, complicated, mirrored, 7 + u64::from(mirrored));
+        // The residuals at theta (and us) moved along each column, by
+        // central differences.
+        let h = 1e-6;
+        let mut calls = vec![("objective", input.clone()), ("jacobian", input.clone())];
+        let columns = if complicated { 28 } else { 26 };
+        for column in 0..columns {
+            for sign in [1.0, -1.0] {
+                let mut moved = input.clone();
+                if complicated && column < 2 {
+                    // Every point's coordinate `column`: a residual
+                    // depends on its own point's only.
+                    for u in moved["us"].as_array_mut().unwrap() {
+                        u[column] = json!(u[column].as_f64().unwrap() + sign * h);
+                    }
+                } else {
+                    let k = column - if complicated { 2 } else { 0 };
+                    let x = moved["theta"][k].as_f64().unwrap();
+                    moved["theta"][k] = json!(x + sign * h);
+                }
+                calls.push(("objective", moved));
+            }
+        }
+        let out = outputs("ht", &calls);
+        let want = ht_objective(&input);
+        assert_eq!(want.len(), 3 * n);
+        assert_close(&out[0], &want);
+        let rows = out[1].as_array().unwrap();
+        assert_eq!(rows.len(), 3 * n, "one row per residual");
+        for (r, row) in rows.iter().enumerate() {
+            let row = reals(row);
+            assert_eq!(row.len(), columns, "complicated: {complicated}");
+            for (column, got) in row.iter().enumerate() {
+                let (plus, minus) = (reals(&out[2 + 2 * column]), reals(&out[3 + 2 * column]));
+                let fd = (plus[r] - minus[r]) / (2.0 * h);
+                assert!(
+                    (got - fd).abs() <= 1e-6 * (1.0 + fd.abs()),
+                    "complicated: {complicated}, row {r}, column {column}: {got} against {fd}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn ht_input_errors_are_answered() {
+    let mut input = ht_input(4, 2, 3, true, false, 3);
+    input["data"]["model"]["is_mirrored"] = json!("no");
+    let mut bad_shape = ht_input(4, 2, 3, true, false, 3);
+    bad_shape["theta"] = json!([1.0, 2.0]);
+    let mut out_of_range = ht_input(4, 2, 3, true, false, 3);
+    out_of_range["data"]["correspondences"][1] = json!(2);
+    let messages = vec![
+        json!({"id": 0, "kind": "define", "module": "ht"}),
+        json!({"id": 1, "kind": "evaluate", "module": "ht", "function": "objective", "input": input}),
+        json!({"id": 2, "kind": "evaluate", "module": "ht", "function": "jacobian", "input": bad_shape}),
+        json!({"id": 3, "kind": "evaluate", "module": "ht", "function": "objective", "input": out_of_range}),
+    ];
+    let answers = session(&messages);
+    assert_eq!(answers[0]["success"], json!(true), "{}", answers[0]);
+    for (a, needle) in answers[1..].iter().zip(["is_mirrored", "theta", "index"]) {
+        assert_eq!(a["success"], json!(false), "{a}");
+        let error = a["error"].as_str().unwrap();
+        assert!(error.contains(needle), "{error}");
+    }
+}

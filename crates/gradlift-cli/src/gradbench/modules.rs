@@ -47,6 +47,16 @@ pub enum Derive {
         /// The definition.
         function: &'static str,
     },
+    /// GradBench ht's dense Jacobian: the definition returns a row per
+    /// residual, the derivatives with respect to the residual's two
+    /// barycentric coordinates and then to the pose parameters. Sent as
+    /// the rows, without the first two columns when the size `u` (the
+    /// number of rows of `us`) is 0: the simple variant, which has no
+    /// barycentric coordinates.
+    HandJacobian {
+        /// The definition.
+        function: &'static str,
+    },
     /// The Newton direction J ⊘ H for one parameter, where J is the
     /// gradient and H the Hessian times a vector of ones (the diagonal of a
     /// diagonal Hessian), by forward over reverse mode.
@@ -66,10 +76,25 @@ pub struct ModuleSource {
     pub text: &'static str,
     /// GradBench function names and what they compute.
     pub functions: &'static [(&'static str, Derive)],
-    /// Input members GradBench sends as 2k rows that the program reads as
-    /// k pairs of rows (row 2i and row 2i + 1): the same reals in the same
-    /// order, so the flat buffers do not change.
-    pub paired: &'static [&'static str],
+    /// How the input GradBench sends becomes the arguments of the
+    /// program's definitions, step by step in this order.
+    pub input: &'static [Reshape],
+}
+
+/// One step from a GradBench input to the program's arguments.
+#[derive(Clone, Copy, Debug)]
+pub enum Reshape {
+    /// A member sent as 2k rows, read as k pairs of rows (row 2i and row
+    /// 2i + 1): the same reals in the same order, so the flat buffers do
+    /// not change.
+    Pair(&'static str),
+    /// A member that is an object: its members become members of the
+    /// input in its place.
+    Lift(&'static str),
+    /// A member that is a boolean, read as the integer 0 (false) or 1.
+    BoolAsInt(&'static str),
+    /// A member no definition reads, removed.
+    Drop(&'static str),
 }
 
 /// The modules gradlift provides.
@@ -87,7 +112,7 @@ pub const MODULES: &[ModuleSource] = &[
                 },
             ),
         ],
-        paired: &[],
+        input: &[],
     },
     ModuleSource {
         name: "lse",
@@ -102,7 +127,7 @@ pub const MODULES: &[ModuleSource] = &[
                 },
             ),
         ],
-        paired: &[],
+        input: &[],
     },
     ModuleSource {
         name: "llsq",
@@ -117,7 +142,7 @@ pub const MODULES: &[ModuleSource] = &[
                 },
             ),
         ],
-        paired: &[],
+        input: &[],
     },
     ModuleSource {
         name: "ode",
@@ -132,7 +157,7 @@ pub const MODULES: &[ModuleSource] = &[
                 },
             ),
         ],
-        paired: &[],
+        input: &[],
     },
     ModuleSource {
         name: "kmeans",
@@ -147,7 +172,7 @@ pub const MODULES: &[ModuleSource] = &[
                 },
             ),
         ],
-        paired: &[],
+        input: &[],
     },
     ModuleSource {
         name: "lstm",
@@ -162,7 +187,7 @@ pub const MODULES: &[ModuleSource] = &[
                 },
             ),
         ],
-        paired: &["main_params", "state"],
+        input: &[Reshape::Pair("main_params"), Reshape::Pair("state")],
     },
     ModuleSource {
         name: "gmm",
@@ -177,7 +202,7 @@ pub const MODULES: &[ModuleSource] = &[
                 },
             ),
         ],
-        paired: &[],
+        input: &[],
     },
     ModuleSource {
         name: "det",
@@ -192,7 +217,7 @@ pub const MODULES: &[ModuleSource] = &[
                 },
             ),
         ],
-        paired: &[],
+        input: &[],
     },
     ModuleSource {
         name: "ba",
@@ -212,7 +237,27 @@ pub const MODULES: &[ModuleSource] = &[
                 },
             ),
         ],
-        paired: &[],
+        input: &[],
+    },
+    ModuleSource {
+        name: "ht",
+        text: include_str!("../../gradbench/ht.grad"),
+        functions: &[
+            ("objective", Derive::Value("objective")),
+            (
+                "jacobian",
+                Derive::HandJacobian {
+                    function: "residual_jacobian",
+                },
+            ),
+        ],
+        input: &[
+            Reshape::Lift("data"),
+            Reshape::Lift("model"),
+            Reshape::BoolAsInt("is_mirrored"),
+            Reshape::Drop("bone_count"),
+            Reshape::Drop("bone_names"),
+        ],
     },
     ModuleSource {
         name: "saddle",
@@ -223,7 +268,7 @@ pub const MODULES: &[ModuleSource] = &[
             ("fr", Derive::Value("fr")),
             ("rf", Derive::Value("rf")),
         ],
-        paired: &[],
+        input: &[],
     },
     ModuleSource {
         name: "particle",
@@ -234,7 +279,7 @@ pub const MODULES: &[ModuleSource] = &[
             ("fr", Derive::Value("fr")),
             ("rf", Derive::Value("rf")),
         ],
-        paired: &[],
+        input: &[],
     },
 ];
 
