@@ -607,7 +607,7 @@ fn freshen_pattern(pat: &Pattern, names: &mut NameSupply, renames: &mut Scope<Na
 /// binder renamed to a fresh name (`renames` holds those renamed around
 /// it), so that nothing is shadowed, and every array operation's function
 /// a lambda.
-fn freshen(e: &Expr, names: &mut NameSupply, renames: &mut Scope<Name>) -> Expr {
+pub(crate) fn freshen(e: &Expr, names: &mut NameSupply, renames: &mut Scope<Name>) -> Expr {
     guard(|| match &e.kind {
         ExprKind::Var(n) => match renames.get(n) {
             Some(r) => Expr::new(ExprKind::Var(r.clone()), e.span),

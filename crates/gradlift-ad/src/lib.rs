@@ -12,6 +12,7 @@ pub mod inline;
 pub use gradlift_lang::names;
 pub mod pipeline;
 pub mod reverse_unf;
+pub mod reversed_loops;
 mod rules;
 pub mod simplify;
 pub mod unf;

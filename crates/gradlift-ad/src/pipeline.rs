@@ -129,6 +129,22 @@ pub const PASSES: &[Pass] = &[
         when: |c| c.goal != Goal::Primal,
     },
     Pass {
+        name: "reversed-loops",
+        description: "write each checkpointed loop's reverse an inner derivative left (revfold) as the scans it computes, for reverse mode to differentiate (revwhile is refused)",
+        implements: "not in the paper (reverse over the reverse of a loop: the states stored, rules/fold.rs on the scans)",
+        input: Ir::Source,
+        output: Ir::Source,
+        view: false,
+        run: |c| {
+            let rewritten = crate::reversed_loops::as_scans(c.program())?;
+            c.program = Some(rewritten);
+            Ok(())
+        },
+        when: |c| {
+            c.differentiates() && crate::reversed_loops::has_reversed_loops(&c.program().body)
+        },
+    },
+    Pass {
         name: "checkpoint",
         description: "give every foldl without a schedule the one of --checkpoint",
         implements: "not in the paper (Griewank's checkpointing)",
@@ -187,7 +203,6 @@ pub const PASSES: &[Pass] = &[
                 .collect();
             let wrt_names = c.wrt.clone().unwrap_or(all);
             direct::check_wrt(&source, &wrt_names)?;
-            refuse_reversed_loops(&source.body)?;
             let term = match c.options.route {
                 Route::Unf => unf_inverse::reverse(&source, &wrt_names, c.options.construction)?,
                 Route::Direct => direct::reverse(&source, &wrt_names, c.options.construction)?,
@@ -551,27 +566,6 @@ pub fn verify_term(
             .chain(size_vars.iter().cloned())
             .collect();
         no_shadowing(e, &mut scope)?;
-    }
-    Ok(())
-}
-
-/// Reverse mode has no rule for the reverse of a loop (`revfold`,
-/// `revwhile`), which a derivative operator's expansion leaves in a
-/// program: the derivative of a gradient through a checkpointed or
-/// `while` loop is taken by forward mode (`jvp`, `hvp`), not by reverse.
-fn refuse_reversed_loops(e: &Expr) -> Result<(), AdError> {
-    let mut todo = vec![e];
-    while let Some(e) = todo.pop() {
-        if let ExprKind::ArrayOp(op @ (ArrayOp::Revfold(_) | ArrayOp::Revwhile(_)), ..) = &e.kind {
-            return Err(AdError::Unsupported {
-                what: format!(
-                    "a `{}`, the reverse of a loop inside a derivative, by reverse mode: take the derivative of such a gradient by forward mode (`jvp`, `jacfwd`, `hvp`)",
-                    op.name()
-                ),
-                span: e.span,
-            });
-        }
-        todo.extend(e.children());
     }
     Ok(())
 }

@@ -836,7 +836,9 @@ fn emit(a: EmitArgs) -> Result<(), String> {
         Goal::Gradient
     } else {
         match stage {
-            "first-order" | "checkpoint" | "unf" | "target-unf" | "target" => Goal::Gradient,
+            "first-order" | "reversed-loops" | "checkpoint" | "unf" | "target-unf" | "target" => {
+                Goal::Gradient
+            }
             "forward" | "forward-opt" => Goal::Jvp,
             _ => Goal::Primal,
         }
