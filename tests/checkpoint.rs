@@ -258,3 +258,106 @@ fn nested_loops() {
         }
     }
 }
+
+const LOOKUPS: &str = "
+def lookups(w: [R; m], rows: [[R; 2]; k], idx: [Z; n], x: R) -> R =
+  foldl (s, i. let j = idx[i] in
+    s * 0.5 + w[j] * s + rows[j % k][1] * w[(j + 1) % m] + x) x (iota(n))
+
+def elements(w: [R; m], a: [R; n], idx: [Z; n]) -> R =
+  foldl (s, p. let (v, j) = p in sin(s + v * w[j]) + w[(j + 2) % m]) 0.3 (zip(a, idx))
+
+def checkpointed(w: [R; m], rows: [[R; 2]; k], idx: [Z; n], x: R) -> R =
+  @checkpoint(binomial 2) foldl (s, i. let j = idx[i] in
+    s * 0.5 + w[j] * s + rows[j % k][1] * w[(j + 1) % m] + x) x (iota(n))
+
+def lookups_again(w: [R; m], rows: [[R; 2]; k], idx: [Z; n], x: R) -> R =
+  grad((y. checkpointed(w, rows, idx, y)), x) + reduce (+) 0 (map2 (*) w (grad((v. checkpointed(v, rows, idx, x)), w)))
+";
+
+/// Whether the step's reverse of some `revfold` in `e` scatters into an
+/// array (which costs the array's size at every step).
+fn steps_scatter(e: &gradlift::lang::Expr) -> bool {
+    use gradlift::lang::syntax::{ArrayOp, Builtin, ExprKind};
+    fn scatters(e: &gradlift::lang::Expr) -> bool {
+        matches!(e.kind, ExprKind::Builtin(Builtin::ReduceByIndex(_), _))
+            || e.children().into_iter().any(scatters)
+    }
+    match &e.kind {
+        ExprKind::ArrayOp(ArrayOp::Revfold(_), vjp, _) if scatters(vjp) => true,
+        _ => e.children().into_iter().any(steps_scatter),
+    }
+}
+
+/// A checkpointed loop whose step reads free arrays at computed positions
+/// keeps their cotangents sparse: each step returns its positions and
+/// values, scattered once after the loop (a step costs what it reads, not
+/// the arrays' sizes). The gradients are those of full recording, in both
+/// engines and by both routes, and the loop's reverse inside a derivative
+/// (`lookups_again`) is differentiated again by reverse mode.
+#[test]
+fn loops_reading_at_computed_positions() {
+    let program = Program::parse("lookups.grad", LOOKUPS).unwrap();
+    let jit = Jit::new().unwrap();
+    let reals = |xs: &[f64]| Value::reals(xs);
+    let ints = |xs: &[i64]| Value::array(xs.iter().map(|&i| Value::Int(i)).collect());
+    let rows = Value::array(vec![
+        reals(&[0.4, -0.7]),
+        reals(&[1.1, 0.2]),
+        reals(&[-0.3, 0.9]),
+    ]);
+    let w = reals(&[0.1, 0.25, -0.3, 0.45, 0.05]);
+    let cases = [
+        (
+            "lookups",
+            vec![
+                w.clone(),
+                rows.clone(),
+                ints(&[0, 2, 2, 4, 1, 3, 0]),
+                Value::Real(0.7),
+            ],
+        ),
+        (
+            "elements",
+            vec![
+                w.clone(),
+                reals(&[0.5, -1.2, 0.8, 0.3]),
+                ints(&[1, 4, 1, 0]),
+            ],
+        ),
+        (
+            "lookups_again",
+            vec![w, rows, ints(&[0, 2, 2, 4, 1, 3, 0]), Value::Real(0.7)],
+        ),
+    ];
+    for (name, args) in &cases {
+        let f = program.function(name).unwrap();
+        let (v0, g0) = f
+            .gradient(None, GradOptions::default())
+            .unwrap()
+            .eval(args)
+            .unwrap();
+        for route in [Route::Unf, Route::Direct] {
+            for s in [Schedule::Every(2), Schedule::Binomial(2)] {
+                let g = f.gradient(None, options(route, Some(s))).unwrap();
+                // The free arrays' cotangents are scattered after the
+                // loop, not summed in its accumulator. (`lookups_again`'s
+                // loops are the scans of its inner gradients' reverses.)
+                let term = g.term().to_string();
+                if *name != "lookups_again" {
+                    assert!(term.contains("revfold"), "{name}: {term}");
+                    assert!(term.contains("reduce_by_index"), "{name}: {term}");
+                    assert!(!steps_scatter(g.term()), "{name}: {term}");
+                }
+                let (v1, g1) = g.eval(args).unwrap();
+                let (v2, g2) = g.compile(&jit).unwrap().call(args).unwrap();
+                assert_eq!(v0.to_bits(), v1.to_bits(), "{name} {s:?}");
+                assert_eq!(v1.to_bits(), v2.to_bits(), "{name} {s:?}");
+                for ((x, y), z) in g0.iter().zip(&g1).zip(&g2) {
+                    assert!(close(x, y, 1e-12), "{name} {s:?}: {x} vs {y}");
+                    assert!(y.same(z), "{name} {s:?}: interpreter {y}, native {z}");
+                }
+            }
+        }
+    }
+}

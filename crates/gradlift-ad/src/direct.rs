@@ -605,13 +605,7 @@ impl Deriver {
     /// ∇ of `body` with respect to `ctx`, seeded with the cotangent `seed`
     /// of its result: a term over the names of `ctx` (and the atoms in
     /// scope) whose value is the tuple of the cotangents of `ctx` (a single
-    /// cotangent when `ctx` has one entry).
-    pub fn gradient(&mut self, ctx: &[(Name, Type)], body: &Expr, seed: Adj) -> AdResult<Expr> {
-        self.gradient_with(ctx, body, seed, &[])
-            .map(|(term, _)| term)
-    }
-
-    /// [`Deriver::gradient`], except that the arrays of `sparse` whose
+    /// cotangent when `ctx` has one entry) — except that the arrays of `sparse` whose
     /// cotangents stay sparse ([`Adj::Sparse`]: the body only reads them
     /// at computed positions) are left out of the tuple, their positions
     /// and values following it: `(ctx cotangents kept…, p₁, z₁, …)`.

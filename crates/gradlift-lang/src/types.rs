@@ -1500,14 +1500,15 @@ impl Checker<'_> {
                     return mismatch("the step of `revfold`", &s, &next, args[0].span);
                 }
                 let r = self.check_fn(f, &[s.clone(), t.clone(), s.clone(), acc.clone()], &what)?;
-                // The elements' cotangents are of the elements' type, or `()`
-                // when the step ignores its element.
+                // What each step returns beside the cotangents: its element's
+                // cotangent, `()` when the step ignores its element, or
+                // either with the step's sparse records (any type).
                 let e = match &r {
                     Type::Tuple(parts) if parts.len() == 3 => parts[1].clone(),
                     _ => t.clone(),
                 };
                 let want = Type::Tuple(vec![s.clone(), e.clone(), acc.clone()]);
-                if r != want || (e != t && e != Type::Tuple(Vec::new())) {
+                if r != want {
                     return mismatch(format!("the result of {what}"), &want, &r, f.span);
                 }
                 Ok(Type::Tuple(vec![s, Type::array(e, n), acc]))

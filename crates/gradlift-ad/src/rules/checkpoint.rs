@@ -130,17 +130,29 @@ impl Deriver {
                 self.step_context(params, body, acc_ty, &Type::array(unit, Size::lit(0)))
             }
         };
-        let fv = &ctx[..ctx.len() - 2];
-        let (kx, ky, len) = (fv.len(), fv.len() + 1, fv.len() + 2);
-
+        // Free arrays of a symbolic size that the step reads at computed
+        // positions keep their cotangents sparse: each step returns its
+        // positions and values beside its element's cotangent, and they
+        // are scattered once after the loop, so that a step costs what it
+        // reads, not the array's size (the policy of the unscheduled
+        // folds, `Deriver::scattered_by_scans`). A `while` loop keeps no
+        // per-step results, so its free arrays are summed.
+        let sparse = match &steps {
+            Steps::Over(_) => Self::scattered_by_scans(&ctx[..ctx.len() - 2]),
+            Steps::Count(_) => Vec::new(),
+        };
         let (g, f, r) = (
             self.names.fresh("g"),
             self.names.fresh("f"),
             self.names.fresh("r"),
         );
-        let grad = self.gradient(&ctx, body, Adj::Val(var(&g)))?;
+        let (grad, layout) = self.gradient_with(&ctx, body, Adj::Val(var(&g)), &sparse)?;
+        let all_fv = &ctx[..ctx.len() - 2];
+        let fv = &Self::kept(all_fv.to_vec(), &layout.kept[..all_fv.len()]);
+        let (kx, ky) = (fv.len(), fv.len() + 1);
+        let len = fv.len() + 2 + 2 * layout.records.len();
         let part = |j: usize| Self::component(var(&r), j, len);
-        let update = match fv {
+        let update = match &fv[..] {
             [(_, t)] => plus(t, var(&f), part(0), &mut self.names),
             _ => Expr::synth(ExprKind::Tuple(
                 fv.iter()
@@ -153,21 +165,23 @@ impl Deriver {
         // operation, so that forward mode can lift them (Hessian-vector
         // products of checkpointed loops).
         // A step that ignores its element gives it no cotangent: the
-        // elements' part of the result is then `()`s, which take no memory.
+        // elements' part of the result is then `()`s, which take no memory
+        // (or the records alone).
         let mut free = std::collections::HashSet::new();
         gradlift_lang::interp::free_vars(body, &mut gradlift_lang::scope::Scope::new(), &mut free);
         let elements = free.contains(&params[1]);
-        let elem_part = if elements {
-            part(ky)
-        } else {
-            Expr::synth(ExprKind::Tuple(Vec::new()))
-        };
+        let mut per_step = Vec::new();
+        if elements {
+            per_step.push(part(ky));
+        }
+        per_step.extend((ky + 1..len).map(part));
+        let elem_part = tuple(per_step);
         let vjp = lambda(
             vec![pvar(&params[0]), pvar(&params[1]), pvar(&g), pvar(&f)],
             let_in(pvar(&r), grad, tuple(vec![part(kx), elem_part, update])),
         );
         let step = lambda(vec![pvar(&params[0]), pvar(&params[1])], body.clone());
-        let init = match fv {
+        let init = match &fv[..] {
             [(n, t)] => zeros_like(t, &var(n), &mut self.names),
             _ => Expr::synth(ExprKind::Tuple(
                 fv.iter()
@@ -195,8 +209,31 @@ impl Deriver {
         };
         let out = self.bind(&mut sw.rev, "reversed", reversed);
         self.add(sw, v, v_ty, Adj::Val(proj(out.clone(), 0)));
+        let records = layout.records.len();
         if let (true, Steps::Over((a, a_ty))) = (elements, &steps) {
-            self.add(sw, a, a_ty, Adj::Val(proj(out.clone(), 1)));
+            let cotangents = match records {
+                0 => proj(out.clone(), 1),
+                _ => {
+                    let e = self.names.fresh("e");
+                    map1(&e, proj(var(&e), 0), proj(out.clone(), 1))
+                }
+            };
+            self.add(sw, a, a_ty, Adj::Val(cotangents));
+        }
+        if records > 0 {
+            let per_step = self.bind(&mut sw.rev, "steps", proj(out.clone(), 1));
+            let first = usize::from(elements);
+            let step_fn = lambda(vec![pvar(&params[0]), pvar(&params[1])], body.clone());
+            self.scatter_records(
+                sw,
+                &layout,
+                &step_fn,
+                &ctx,
+                &per_step,
+                first,
+                first + 2 * records,
+                None,
+            );
         }
         for (j, (n, t)) in fv.iter().enumerate() {
             let total = match fv.len() {
