@@ -255,13 +255,15 @@ pub enum ArrayOp {
     Scanr,
     /// `@checkpoint(…) revfold VJP STEP v A z f` (Target only): the reverse
     /// of `foldl STEP v A` under a checkpoint schedule. `STEP: (S, E) -> S`;
-    /// `VJP: (S, E, S, F) -> (S, E, F)` maps a state, an element, the
-    /// cotangent of the next state and an accumulator to the cotangents of
-    /// the state and the element and the updated accumulator. The result is
-    /// `(v̄, Ā, f')`: the cotangent of `v`, the elements' cotangents, and the
-    /// accumulator after every step, each step reversed once, from the last.
-    /// (The element's cotangent may be `()` instead of an `E`, when the step
-    /// ignores its element.)
+    /// `VJP: (S, E, S, F) -> (S, P, F)` maps a state, an element, the
+    /// cotangent of the next state and an accumulator to the cotangent of
+    /// the state, the step's result `P` and the updated accumulator. The
+    /// result is `(v̄, [P; n], f')`: the cotangent of `v`, each step's
+    /// result, and the accumulator after every step, each step reversed
+    /// once, from the last. (Reverse mode makes `P` the element's
+    /// cotangent, `()` when the step ignores its element, or either with
+    /// the positions and values of the free arrays the step read at
+    /// computed positions.)
     Revfold(Schedule),
     /// `while F v`: the loop that stops on a condition. `F: S -> (Z, S)`
     /// says whether to go on and gives the next state: from `s = v`, while

@@ -15,6 +15,14 @@
 //! When `e` does not read `y`, `VJP` returns `()` in place of `r.y`, so
 //! `Ā'` is an array of empty tuples (no memory) and `A` gets no cotangent.
 //!
+//! A free array of a symbolic size that `e` reads at computed positions is
+//! not in `Γ'`: `VJP` returns the step's positions and values in it beside
+//! `r.y` (`(r.y, p₁, z₁, …)`), and they are scattered into the array once
+//! after the loop (`Deriver::scatter_records`), so that a step costs what
+//! it reads, not the array's size: m lookups into n elements cost
+//! O(m + n), where summing one-hot arrays in `f` cost O(m·n). `revwhile`
+//! keeps no per-step results, so a `while` loop sums them in `f`.
+//!
 //! **`while` loops** take the same reverse, over the steps the loop took.
 //! The forward pass counts them — `while F v` becomes
 //! `while ((s, k). let r = F(s) in if r.0 == 0 then (0, (s, k)) else (1, (r.1, k + 1))) (v, 0)`,
