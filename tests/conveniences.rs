@@ -265,3 +265,74 @@ def g(y: R) -> R = unzip(y)";
     let again = gradlift::lang::check_source("t.grad", &printed).unwrap();
     assert!(again.module.same(&checked.module), "{printed}");
 }
+
+const LIFTED: &str = "def squash(x: R) -> R = 1 / (1 + exp(-x))
+def scale(x: R, c: R) -> R = c * x
+def norm(v: [R; 3]) -> R = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+def blend(a: R, b: R, t: R) -> R = (1 - t) * a + t * b
+def f(x: R, A: [R; n], M: [[R; n]; m], P: [[R; 3]; k], c: R) -> R =
+  squash(x) + sum(squash(A)) + sum(map (r. sum(r)) (squash(M)))
+  + sum(scale(A, c + 1)) + sum(norm(P))
+  + sum(map (r. sum(r)) (scale(M, squash(c)))) + sum(blend(A, squash(A), c))";
+
+/// A definition written for reals applies to arrays and matrices element
+/// by element: `squash(A)` is `map squash A`, `squash(M)` a map of maps,
+/// `scale(A, c)` maps over `A` with `c` the same for every element,
+/// `blend(A, B, t)` maps over `A` and `B` together, and `norm(P)` maps a
+/// definition over 3-vectors across the rows of `P`.
+#[test]
+fn definitions_apply_element_by_element() {
+    let args = vec![
+        Value::Real(0.3),
+        Value::reals(&[1.0, -2.0]),
+        matrix(&[&[1.0, 2.0], &[3.0, -4.0], &[0.5, 6.0]]),
+        matrix(&[&[1.0, 2.0, 2.0], &[0.0, 3.0, 4.0]]),
+        Value::Real(0.5),
+    ];
+    everywhere(LIFTED, &args);
+    let s = |x: f64| 1.0 / (1.0 + (-x).exp());
+    let (a, m) = ([1.0, -2.0], [1.0, 2.0, 3.0, -4.0, 0.5, 6.0]);
+    let want = s(0.3)
+        + a.iter().map(|&x| s(x)).sum::<f64>()
+        + m.iter().map(|&x| s(x)).sum::<f64>()
+        + a.iter().map(|&x| 1.5 * x).sum::<f64>()
+        + 3.0
+        + 5.0
+        + m.iter().map(|&x| s(0.5) * x).sum::<f64>()
+        + a.iter().map(|&x| 0.5 * x + 0.5 * s(x)).sum::<f64>();
+    let got = value(LIFTED, &args);
+    assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+    // What it is checked as: arrays of the callee's result.
+    let program = Program::parse(
+        "t.grad",
+        "def g(x: R, y: R) -> R = x * y\ndef f(M: [[R; 2]; m], v: [R; 2]) -> [[R; 2]; m] = g(M, 2)",
+    )
+    .unwrap();
+    let got = program
+        .last_function()
+        .unwrap()
+        .eval(&[
+            matrix(&[&[1.0, 2.0], &[3.0, 4.0]]),
+            Value::reals(&[0.0, 0.0]),
+        ])
+        .unwrap();
+    assert!(got.same(&matrix(&[&[2.0, 4.0], &[6.0, 8.0]])), "{got}");
+}
+
+#[test]
+fn element_by_element_misuses_are_errors_with_positions() {
+    let err = |text: &str| Program::parse("t.grad", text).unwrap_err().to_string();
+    let e = err("def g(x: R, y: R) -> R = x * y\ndef f(a: [R; n], b: [R; m]) -> [R; n] = g(a, b)");
+    assert!(
+        e.contains("maps over arguments 1 and 2 together, but their lengths differ: `n` and `m`"),
+        "{e}"
+    );
+    assert!(e.contains("t.grad:2:"), "{e}");
+    let e = err(
+        "def g(x: R, y: R) -> R = x * y\ndef f(a: [R; n], M: [[R; n]; n]) -> [R; n] = sum(g(a, M))",
+    );
+    assert!(e.contains("the same number of levels"), "{e}");
+    // A wrong element type is still the mismatch it was.
+    let e = err("def g(x: [R; 3]) -> R = x[0]\ndef f(a: [[R; 2]; n]) -> [R; n] = g(a)");
+    assert!(e.contains("expected `[R; 3]`, found `[R; 2]`"), "{e}");
+}

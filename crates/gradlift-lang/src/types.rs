@@ -21,7 +21,10 @@
 //!   primitives ([`Prim::on_integers`]);
 //! - an integer where a real is needed (an operand of a real operation, an
 //!   argument for an `R` parameter) is converted: `real(i)`;
-//! - `int(3)` of a literal is the integer constant.
+//! - `int(3)` of a literal is the integer constant;
+//! - a call of a definition whose arguments have d more levels of arrays
+//!   than its parameters (the others exactly their types) is the maps that
+//!   apply it element by element, d levels deep ([`lift_call`]).
 //!
 //! Terms a pass builds are checked without elaboration ([`Typer`],
 //! [`check_expr`]): there, an integer where a real is needed is an error.
@@ -648,6 +651,15 @@ enum Fix {
     /// unzipped, …)`. Nothing written by the user is in the scope of the
     /// names it binds.
     Unzip(usize),
+    /// A call of a definition applied element by element: the arguments
+    /// marked `true` are arrays of `depth` more levels than the
+    /// parameters, mapped over together (see [`lift_call`]).
+    Lift {
+        /// Which arguments are mapped over.
+        lifted: Vec<bool>,
+        /// How many levels of arrays.
+        depth: usize,
+    },
 }
 
 /// `e` with the fixes applied (a copy).
@@ -686,10 +698,95 @@ fn elaborate(e: &Expr, fixes: &Fixes) -> Expr {
                     out
                 }
                 (Fix::Unzip(_), _) => unreachable!("unzip is fixed on a call"),
+                (Fix::Lift { lifted, depth }, ExprKind::Apply(f, args)) => {
+                    lift_call(*f, args, lifted, *depth, e.span)
+                }
+                (Fix::Lift { .. }, _) => unreachable!("lifting is fixed on a call"),
             };
         }
         out
     })
+}
+
+/// How many levels of arrays `t` has.
+fn rank(t: &Type) -> usize {
+    match t {
+        Type::Array(e, _) => 1 + rank(e),
+        _ => 0,
+    }
+}
+
+/// `f(args)` applied element by element ([`Fix::Lift`]): the arguments
+/// marked in `lifted` are mapped over together, `depth` levels deep, by
+/// `map` (several arrays: `sugar::map_n`); the others are the same for
+/// every element, each bound once outside the maps unless it is a
+/// variable or a constant. `f(A, c)` with `A : [[R; n]; m]` and a
+/// parameter `R` is `let u = c in map (x. map (y. f(y, u)) x) A`. The
+/// names bound hold a `'` and the call's position, so they capture
+/// nothing the user wrote and no other call's.
+fn lift_call(f: Expr, args: Vec<Expr>, lifted: &[bool], depth: usize, span: Span) -> Expr {
+    let tag = format!("{}_{}", span.start, span.end);
+    let mut lets = Vec::new();
+    let args: Vec<Expr> = args
+        .into_iter()
+        .enumerate()
+        .map(|(k, a)| {
+            let simple = matches!(
+                a.kind,
+                ExprKind::Var(_) | ExprKind::Const(_) | ExprKind::Int(_)
+            );
+            if lifted[k] || simple {
+                return a;
+            }
+            let n = Name::from(format!("u'{tag}_{k}"));
+            lets.push((n.clone(), a));
+            Expr::new(ExprKind::Var(n), span)
+        })
+        .collect();
+    let mut out = nest_maps(&f, args, lifted, depth, 0, &tag, span);
+    for (n, value) in lets.into_iter().rev() {
+        out = Expr::new(
+            ExprKind::Let {
+                pat: Pattern::Var(n, span),
+                ty: None,
+                value: Box::new(value),
+                body: Box::new(out),
+            },
+            span,
+        );
+    }
+    out
+}
+
+fn nest_maps(
+    f: &Expr,
+    args: Vec<Expr>,
+    lifted: &[bool],
+    depth: usize,
+    level: usize,
+    tag: &str,
+    span: Span,
+) -> Expr {
+    if level == depth {
+        return Expr::new(ExprKind::Apply(Box::new(f.clone()), args), span);
+    }
+    let (mut params, mut arrays, mut inner) = (Vec::new(), Vec::new(), Vec::new());
+    for (k, a) in args.into_iter().enumerate() {
+        if lifted[k] {
+            let n = Name::from(format!("x'{tag}_{level}_{k}"));
+            params.push(Param {
+                pat: Pattern::Var(n.clone(), span),
+                ty: None,
+            });
+            arrays.push(a);
+            inner.push(Expr::new(ExprKind::Var(n), span));
+        } else {
+            inner.push(a);
+        }
+    }
+    let body = nest_maps(f, inner, lifted, depth, level + 1, tag, span);
+    let lambda = Expr::new(ExprKind::Lambda(params, std::sync::Arc::new(body)), span);
+    crate::sugar::map_n(lambda, arrays, span).expect("a lambda of one parameter per array")
 }
 
 impl Checker<'_> {
@@ -751,6 +848,9 @@ impl Checker<'_> {
                     Fix::Prim(_) => "a real operation applied to integers",
                     Fix::Columns(_) => "a `transpose` without its count of columns",
                     Fix::Unzip(_) => "`unzip`, which only a program written by hand may call",
+                    Fix::Lift { .. } => {
+                        "a call applied element by element, which only a program written by hand may make"
+                    }
                 },
                 e.span,
             ),
@@ -1364,6 +1464,9 @@ impl Checker<'_> {
                 for a in args {
                     typed.push((Some(a), self.value(a)?, a.span));
                 }
+                if let Some(t) = self.lifted_call(e, i, &typed, span)? {
+                    return Ok(t);
+                }
                 return self.instantiate(i, &typed, span);
             }
         }
@@ -1384,6 +1487,96 @@ impl Checker<'_> {
             self.expect(a, p, &format!("argument {}", i + 1))?;
         }
         Ok(*r)
+    }
+
+    /// A call of definition `i` applied element by element, when some
+    /// arguments are arrays of `d` more levels than their parameters (the
+    /// same `d` for all of them, the others exactly the parameters'
+    /// types): the type of the result, `d` levels of arrays of the
+    /// callee's, and the fix that writes the maps. `None` when no argument
+    /// has more levels than its parameter (an ordinary call).
+    fn lifted_call(
+        &mut self,
+        e: &Expr,
+        i: usize,
+        args: &[(Option<&Expr>, Type, Span)],
+        span: Span,
+    ) -> TResult<Option<Type>> {
+        let sig = self.sigs[i].clone();
+        if sig.params.len() != args.len() {
+            return Ok(None);
+        }
+        let excess: Vec<usize> = sig
+            .params
+            .iter()
+            .zip(args)
+            .map(|((_, p), (_, a, _))| match p {
+                Some(p) => rank(a).saturating_sub(rank(p)),
+                None => 0,
+            })
+            .collect();
+        let depth = excess.iter().copied().max().unwrap_or(0);
+        if depth == 0 {
+            return Ok(None);
+        }
+        let name = self.defs[i].name.clone();
+        if let Some(k) = excess.iter().position(|&x| x != 0 && x != depth) {
+            return invalid(
+                format!(
+                    "`{name}` applied element by element maps over {depth} levels of arrays, but argument {} has {} more than its parameter: the arrays mapped over together must have the same number of levels",
+                    k + 1,
+                    excess[k]
+                ),
+                args[k].2,
+            );
+        }
+        // Peel the levels, checking that the arrays mapped over together
+        // have the same lengths at each.
+        let mut sizes: Vec<Size> = Vec::new();
+        let mut peeled = Vec::with_capacity(args.len());
+        let mut first: Option<usize> = None;
+        for (k, (expr, aty, aspan)) in args.iter().enumerate() {
+            if excess[k] == 0 {
+                peeled.push((*expr, aty.clone(), *aspan));
+                continue;
+            }
+            let mut t = aty.clone();
+            for level in 0..depth {
+                let Type::Array(elem, n) = t else {
+                    unreachable!("counted levels of arrays")
+                };
+                match sizes.get(level) {
+                    None => sizes.push(n),
+                    Some(m) if *m == n => {}
+                    Some(m) => {
+                        let j = first.expect("an argument mapped over before");
+                        return invalid(
+                            format!(
+                                "`{name}` applied element by element maps over arguments {} and {} together, but their lengths differ: `{m}` and `{n}`",
+                                j + 1,
+                                k + 1
+                            ),
+                            *aspan,
+                        );
+                    }
+                }
+                t = *elem;
+            }
+            first.get_or_insert(k);
+            peeled.push((None, t, *aspan));
+        }
+        let mut ret = self.instantiate(i, &peeled, span)?;
+        for n in sizes.into_iter().rev() {
+            ret = Type::array(ret, n);
+        }
+        self.fix(
+            e,
+            Fix::Lift {
+                lifted: excess.iter().map(|&x| x > 0).collect(),
+                depth,
+            },
+        )?;
+        Ok(Some(ret))
     }
 
     /// Checks a call of definition `i`: binds the callee's size variables by
