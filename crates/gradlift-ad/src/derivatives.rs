@@ -111,6 +111,79 @@ pub fn expand(
     })
 }
 
+/// The gradient program `(value, gradient)` of `closed` with respect to
+/// `wrt` by forward mode, one pass per real of each parameter: for a
+/// parameter `p : R`, `jvp((q. body[q/p]), p, 1).1`; for `p : [R; n]`,
+/// `jacfwd((q. body[q/p]), p)`, whose columns are the gradient. Reverse
+/// mode takes this route for a term holding a `revwhile` (the reverse of a
+/// `while` loop, left by a gradient taken through one inside the
+/// program), which it cannot reverse: its states would need an array as
+/// long as the trip count (`reversed_loops.rs`). Forward mode runs the
+/// loop's reverse as it is.
+pub fn forward_gradient(
+    module: &CheckedModule,
+    closed: &Closed,
+    wrt: &[(Name, Type)],
+    options: Options,
+) -> Result<Expr, AdError> {
+    let mut names = NameSupply::new();
+    crate::forward::reserve(&closed.body, &mut names);
+    for (p, _) in &closed.params {
+        names.reserve(p);
+    }
+    for v in &closed.size_vars {
+        names.reserve(v);
+    }
+    let span = closed.body.span;
+    let mut grads = Vec::new();
+    for (p, t) in wrt {
+        let q = names.fresh(p);
+        let body = freshen(&closed.body, &mut names, &mut Scope::new());
+        let f = build::lambda(
+            vec![build::pvar(&q)],
+            build::let_in(build::pvar(p), build::var(&q), body),
+        );
+        grads.push(match t {
+            Type::Real => proj(
+                derive(
+                    Derivative::Jvp,
+                    f,
+                    vec![build::var(p), build::real(1.0)],
+                    span,
+                ),
+                1,
+            ),
+            Type::Array(e, _) if **e == Type::Real => {
+                derive(Derivative::JacFwd, f, vec![build::var(p)], span)
+            }
+            _ => {
+                return error(
+                    format!(
+                        "this gradient reverses a `while` loop's reverse (a gradient taken through a `while` loop inside the program), which gradlift does by forward mode, for parameters of type `R` or `[R; n]`; `{p}` has type `{t}`: differentiate with respect to other parameters (`--wrt`), or take this derivative by forward mode (`jvp`, `hvp`)"
+                    ),
+                    span,
+                )
+            }
+        });
+    }
+    let value = names.fresh("value");
+    let body = build::let_in(
+        build::pvar(&value),
+        closed.body.clone(),
+        build::tuple(vec![build::var(&value), build::tuple(grads)]),
+    );
+    let ret = Type::Tuple(vec![
+        closed.ret.clone(),
+        Type::Tuple(wrt.iter().map(|(_, t)| t.clone()).collect()),
+    ]);
+    let term = Closed {
+        body,
+        ret,
+        ..closed.clone()
+    };
+    Ok(expand(module, &term, options)?.body)
+}
+
 struct Expander<'a> {
     module: &'a CheckedModule,
     options: Options,

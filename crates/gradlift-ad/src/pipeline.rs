@@ -130,7 +130,7 @@ pub const PASSES: &[Pass] = &[
     },
     Pass {
         name: "reversed-loops",
-        description: "write each checkpointed loop's reverse an inner derivative left (revfold) as the scans it computes, for reverse mode to differentiate (revwhile is refused)",
+        description: "write each checkpointed loop's reverse an inner derivative left (revfold) as the scans it computes, for reverse mode to differentiate (a term holding a revwhile is differentiated by forward mode in `target`)",
         implements: "not in the paper (reverse over the reverse of a loop: the states stored, rules/fold.rs on the scans)",
         input: Ir::Source,
         output: Ir::Source,
@@ -202,12 +202,19 @@ pub const PASSES: &[Pass] = &[
                 .map(|(n, _)| n)
                 .collect();
             let wrt_names = c.wrt.clone().unwrap_or(all);
-            direct::check_wrt(&source, &wrt_names)?;
-            let term = match c.options.route {
-                Route::Unf => unf_inverse::reverse(&source, &wrt_names, c.options.construction)?,
-                Route::Direct => direct::reverse(&source, &wrt_names, c.options.construction)?,
-            };
             let wrt = direct::check_wrt(&source, &wrt_names)?;
+            let term = if crate::reversed_loops::has_revwhile(&source.body) {
+                // A `while` loop's reverse, which reverse mode cannot
+                // reverse: this gradient is taken by forward mode.
+                crate::derivatives::forward_gradient(c.module, &source, &wrt, c.options)?
+            } else {
+                match c.options.route {
+                    Route::Unf => {
+                        unf_inverse::reverse(&source, &wrt_names, c.options.construction)?
+                    }
+                    Route::Direct => direct::reverse(&source, &wrt_names, c.options.construction)?,
+                }
+            };
             let grads: Vec<Type> = wrt.iter().map(|(_, t)| t.clone()).collect();
             let grad_ty = if grads.len() == 1 {
                 grads[0].clone()

@@ -18,12 +18,12 @@
 //! `C[i]` is the cotangent of `Sᵢ` and the accumulator after the steps
 //! `i … n-1` have been reversed, as `revfold` computes them.
 //!
-//! **`revwhile` is refused**, with its position: its states would need an
-//! array as long as the trip count, which is known only at run time, and
-//! an array's length is a size (docs/language.md §2), not a computed
-//! integer. The derivative of a gradient through a `while` loop is taken
-//! by forward mode (`jvp`, `jacfwd`, `hvp`), which differentiates
-//! `revwhile` as it is.
+//! **`revwhile` is left as it is**: its states would need an array as long
+//! as the trip count, which is known only at run time, and an array's
+//! length is a size (docs/language.md §2), not a computed integer. The
+//! `target` pass takes the gradient of a term holding one by forward mode
+//! instead (`derivatives::forward_gradient`), which runs `revwhile` as it
+//! is.
 //!
 //! **What it guarantees.** The same values as the scheduled loop, the
 //! operations of each step in the same order: only the free variables'
@@ -59,10 +59,20 @@ pub fn has_reversed_loops(e: &Expr) -> bool {
     false
 }
 
-/// `closed` with every `revfold` written as scans (module documentation);
-/// an error at the first `revwhile`.
+/// Whether `e` holds a `revwhile`.
+pub fn has_revwhile(e: &Expr) -> bool {
+    let mut todo = vec![e];
+    while let Some(e) = todo.pop() {
+        if matches!(e.kind, ExprKind::ArrayOp(ArrayOp::Revwhile(_), ..)) {
+            return true;
+        }
+        todo.extend(e.children());
+    }
+    false
+}
+
+/// `closed` with every `revfold` written as scans (module documentation).
 pub fn as_scans(closed: &Closed) -> Result<Closed, AdError> {
-    refuse_revwhile(&closed.body)?;
     let mut names = NameSupply::new();
     crate::forward::reserve(&closed.body, &mut names);
     for (p, _) in &closed.params {
@@ -75,20 +85,6 @@ pub fn as_scans(closed: &Closed) -> Result<Closed, AdError> {
         body: rewrite(&closed.body, &mut names),
         ..closed.clone()
     })
-}
-
-fn refuse_revwhile(e: &Expr) -> Result<(), AdError> {
-    let mut todo = vec![e];
-    while let Some(e) = todo.pop() {
-        if let ExprKind::ArrayOp(ArrayOp::Revwhile(_), ..) = &e.kind {
-            return Err(AdError::Unsupported {
-                what: "a `revwhile`, the reverse of a `while` loop inside a derivative, by reverse mode (its states would need an array as long as the trip count, which is not a size): take the derivative of such a gradient by forward mode (`jvp`, `jacfwd`, `hvp`)".into(),
-                span: e.span,
-            });
-        }
-        todo.extend(e.children());
-    }
-    Ok(())
 }
 
 fn rewrite(e: &Expr, names: &mut NameSupply) -> Expr {
