@@ -162,9 +162,17 @@ def f(a: R) -> R = grad((b. grad(root, b) * b), a)";
     let text = "def h(x: R, c: [R; 2]) -> R = loop s = x while s < 3 do s * (1.5 + 0.1 * sin(c[0] * s + c[1]))
 def f(x: R, c: [R; 2]) -> R = grad((t. h(t, c)), x) * c[1] + reduce (+) 0 (map (y. grad((k. h(y, k)), c)[0]) [x, 2 * x])";
     everywhere(text, &[r(0.5), Value::reals(&[0.9, -0.2])]);
-    // A parameter of another type is refused, with the reason.
-    let text = "def h(x: R, c: [[R; 2]; 1]) -> R = loop s = x while s < 3 do s * (1.5 + 0.1 * sin(c[0][0] * s))
-def f(x: R, c: [[R; 2]; 1]) -> R = grad((t. h(t, c)), x)";
+    // Matrices and tuples too: the gradient with respect to each row and
+    // component.
+    let text = "def h(x: R, c: [[R; 2]; 2], d: (R, [R; 2])) -> R = loop s = x while s < 3 do s * (1.5 + 0.1 * sin(c[0][0] * s + c[1][1] * d.0 + d.1[1]))
+def f(x: R, c: [[R; 2]; 2], d: (R, [R; 2])) -> R = grad((t. h(t, c, d)), x) * c[0][1]";
+    let matrix = Value::array(vec![Value::reals(&[0.9, -0.2]), Value::reals(&[0.4, 0.3])]);
+    let pair = Value::tuple(vec![r(0.7), Value::reals(&[0.1, 0.2])]);
+    everywhere(text, &[r(0.5), matrix, pair]);
+    // A value holding an integer is refused, with the reason.
+    let text =
+        "def h(x: R, c: (R, Z)) -> R = loop s = x while s < 3 do s * (1.5 + 0.1 * sin(c.0 * s))
+def f(x: R, c: (R, Z)) -> R = grad((t. h(t, c)), x)";
     let program = Program::parse("w.grad", text).unwrap();
     let e = program
         .last_function()
@@ -172,7 +180,7 @@ def f(x: R, c: [[R; 2]; 1]) -> R = grad((t. h(t, c)), x)";
         .gradient(None, Default::default())
         .unwrap_err()
         .to_string();
-    assert!(e.contains("by forward mode") && e.contains("`c`"), "{e}");
+    assert!(e.contains("by forward mode") && e.contains("`Z`"), "{e}");
 }
 
 #[test]

@@ -112,13 +112,16 @@ pub fn expand(
 }
 
 /// The gradient program `(value, gradient)` of `closed` with respect to
-/// `wrt` by forward mode, one pass per real of each parameter: for a
+/// `wrt` by forward mode, one pass per real differentiated: for a
 /// parameter `p : R`, `jvp((q. body[q/p]), p, 1).1`; for `p : [R; n]`,
-/// `jacfwd((q. body[q/p]), p)`, whose columns are the gradient. Reverse
-/// mode takes this route for a term holding a `revwhile` (the reverse of a
-/// `while` loop, left by a gradient taken through one inside the
-/// program), which it cannot reverse: its states would need an array as
-/// long as the trip count (`reversed_loops.rs`). Forward mode runs the
+/// `jacfwd((q. body[q/p]), p)`, whose columns are the gradient; for an
+/// array of other elements, a `map` over its indices of the gradient with
+/// respect to each element (the array rebuilt with that element
+/// replaced); for a tuple, the gradient with respect to each component.
+/// Reverse mode takes this route for a term holding a `revwhile` (the
+/// reverse of a `while` loop, left by a gradient taken through one inside
+/// the program), which it cannot reverse: its states would need an array
+/// as long as the trip count (`reversed_loops.rs`). Forward mode runs the
 /// loop's reverse as it is.
 pub fn forward_gradient(
     module: &CheckedModule,
@@ -137,34 +140,16 @@ pub fn forward_gradient(
     let span = closed.body.span;
     let mut grads = Vec::new();
     for (p, t) in wrt {
-        let q = names.fresh(p);
-        let body = freshen(&closed.body, &mut names, &mut Scope::new());
-        let f = build::lambda(
-            vec![build::pvar(&q)],
-            build::let_in(build::pvar(p), build::var(&q), body),
-        );
-        grads.push(match t {
-            Type::Real => proj(
-                derive(
-                    Derivative::Jvp,
-                    f,
-                    vec![build::var(p), build::real(1.0)],
-                    span,
-                ),
-                1,
-            ),
-            Type::Array(e, _) if **e == Type::Real => {
-                derive(Derivative::JacFwd, f, vec![build::var(p)], span)
-            }
-            _ => {
-                return error(
-                    format!(
-                        "this gradient reverses a `while` loop's reverse (a gradient taken through a `while` loop inside the program), which gradlift does by forward mode, for parameters of type `R` or `[R; n]`; `{p}` has type `{t}`: differentiate with respect to other parameters (`--wrt`), or take this derivative by forward mode (`jvp`, `hvp`)"
-                    ),
-                    span,
-                )
-            }
-        });
+        // The program with `p` replaced by the term `e` (bound to a fresh
+        // name, which `e` may not capture: it reads the parameter `p`).
+        let with = |e: Expr, names: &mut NameSupply| {
+            let fresh = names.fresh(p);
+            let mut renames = Scope::new();
+            renames.push(p.clone(), fresh.clone());
+            let body = freshen(&closed.body, names, &mut renames);
+            build::let_in(build::pvar(&fresh), e, body)
+        };
+        grads.push(forward_part(t, build::var(p), &with, &mut names, span)?);
     }
     let value = names.fresh("value");
     let body = build::let_in(
@@ -182,6 +167,80 @@ pub fn forward_gradient(
         ..closed.clone()
     };
     Ok(expand(module, &term, options)?.body)
+}
+
+/// The gradient, by forward mode, of the program `with(at)` with respect
+/// to the value `at` of type `ty` ([`forward_gradient`]); `with(e)` is the
+/// program with that value replaced by the term `e`.
+fn forward_part(
+    ty: &Type,
+    at: Expr,
+    with: &dyn Fn(Expr, &mut NameSupply) -> Expr,
+    names: &mut NameSupply,
+    span: Span,
+) -> Result<Expr, AdError> {
+    let lambda = |names: &mut NameSupply| {
+        let q = names.fresh("q");
+        build::lambda(vec![build::pvar(&q)], with(build::var(&q), names))
+    };
+    Ok(match ty {
+        Type::Real => {
+            let f = lambda(names);
+            proj(derive(Derivative::Jvp, f, vec![at, build::real(1.0)], span), 1)
+        }
+        Type::Array(e, _) if **e == Type::Real => {
+            let f = lambda(names);
+            derive(Derivative::JacFwd, f, vec![at], span)
+        }
+        Type::Array(e, n) => {
+            // Element i: the array with element i replaced.
+            let (i, j) = (names.fresh("i"), names.fresh("j"));
+            let len = build::size(n);
+            let (outer, at_i) = (at.clone(), i.clone());
+            let replaced = move |x: Expr, names: &mut NameSupply| {
+                let rebuilt = build::map1(
+                    &j,
+                    build::cond(
+                        build::prim(Prim::IEq, vec![build::var(&j), build::var(&at_i)]),
+                        x,
+                        build::get(outer.clone(), build::var(&j)),
+                    ),
+                    build::builtin(Builtin::Iota, vec![len.clone()]),
+                );
+                with(rebuilt, names)
+            };
+            let element = build::get(at.clone(), build::var(&i));
+            let inner = forward_part(e, element, &replaced, names, span)?;
+            build::map1(&i, inner, build::builtin(Builtin::Iota, vec![build::size(n)]))
+        }
+        Type::Tuple(ts) => {
+            let mut parts = Vec::new();
+            for (k, t) in ts.iter().enumerate() {
+                let whole = at.clone();
+                let arity = ts.len();
+                let replaced = move |x: Expr, names: &mut NameSupply| {
+                    let mut x = Some(x);
+                    let parts = (0..arity)
+                        .map(|c| match c == k {
+                            true => x.take().expect("one component replaced"),
+                            false => proj(whole.clone(), c),
+                        })
+                        .collect();
+                    with(build::tuple(parts), names)
+                };
+                parts.push(forward_part(t, proj(at.clone(), k), &replaced, names, span)?);
+            }
+            build::tuple(parts)
+        }
+        _ => {
+            return error(
+                format!(
+                    "this gradient reverses a `while` loop's reverse (a gradient taken through a `while` loop inside the program), which gradlift does by forward mode, for values made of reals; this one has type `{ty}`: differentiate with respect to other parameters (`--wrt`), or take this derivative by forward mode (`jvp`, `hvp`)"
+                ),
+                span,
+            )
+        }
+    })
 }
 
 struct Expander<'a> {

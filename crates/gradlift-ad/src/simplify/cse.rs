@@ -268,7 +268,25 @@ impl Cse<'_> {
                     }
                     other => other,
                 };
-                let args = args.into_iter().map(|a| self.operand(a)).collect();
+                // The step of `revfold` and `revwhile` is a lambda among the
+                // arguments: its body is a block like the function's (the
+                // names it reads renamed as everywhere else).
+                let args = args
+                    .into_iter()
+                    .map(|a| match a.kind {
+                        ExprKind::Lambda(..) => {
+                            let span = a.span;
+                            let ExprKind::Lambda(ps, body) = into_kind(a) else {
+                                unreachable!("checked to be a lambda")
+                            };
+                            Expr::new(
+                                ExprKind::Lambda(ps, Arc::new(self.block_of(unshare(body)))),
+                                span,
+                            )
+                        }
+                        _ => self.operand(a),
+                    })
+                    .collect();
                 Expr::new(ExprKind::ArrayOp(op, Box::new(mk(f)), args), span)
             }
             ExprKind::Builtin(..) => {
