@@ -82,14 +82,7 @@ pub fn expand(
     closed: &Closed,
     options: Options,
 ) -> Result<Closed, AdError> {
-    let mut names = NameSupply::new();
-    crate::forward::reserve(&closed.body, &mut names);
-    for (p, _) in &closed.params {
-        names.reserve(p);
-    }
-    for v in &closed.size_vars {
-        names.reserve(v);
-    }
+    let names = crate::forward::names_of(closed);
     let mut typer = Typer::new(&closed.size_vars);
     for (n, t) in closed.context() {
         typer.push(n, t);
@@ -129,14 +122,7 @@ pub fn forward_gradient(
     wrt: &[(Name, Type)],
     options: Options,
 ) -> Result<Expr, AdError> {
-    let mut names = NameSupply::new();
-    crate::forward::reserve(&closed.body, &mut names);
-    for (p, _) in &closed.params {
-        names.reserve(p);
-    }
-    for v in &closed.size_vars {
-        names.reserve(v);
-    }
+    let mut names = crate::forward::names_of(closed);
     let span = closed.body.span;
     let mut grads = Vec::new();
     for (p, t) in wrt {

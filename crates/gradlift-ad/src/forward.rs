@@ -55,15 +55,9 @@ pub fn lift_type(t: &Type) -> Type {
 /// The forward-mode program of `closed`: parameters, then a tangent per
 /// value parameter; result `(value, tangent)`.
 pub fn jvp(closed: &Closed) -> Result<Closed, AdError> {
-    let mut names = NameSupply::new();
-    for (n, _) in &closed.params {
-        names.reserve(n);
-    }
-    for n in &closed.size_vars {
-        names.reserve(n);
-    }
-    reserve(&closed.body, &mut names);
-    let mut f = Forward { names };
+    let mut f = Forward {
+        names: names_of(closed),
+    };
     let mut params = closed.params.clone();
     let mut joins = Vec::new();
     for (p, t) in &closed.params {
@@ -86,6 +80,20 @@ pub fn jvp(closed: &Closed) -> Result<Closed, AdError> {
         ret: Type::Tuple(vec![closed.ret.clone(), closed.ret.clone()]),
         body,
     })
+}
+
+/// A name supply that gives no name `closed` uses: its parameters, its
+/// size variables, and every name its body reads or binds.
+pub(crate) fn names_of(closed: &Closed) -> NameSupply {
+    let mut names = NameSupply::new();
+    for (n, _) in &closed.params {
+        names.reserve(n);
+    }
+    for n in &closed.size_vars {
+        names.reserve(n);
+    }
+    reserve(&closed.body, &mut names);
+    names
 }
 
 /// Reserves every name `e` reads or binds.

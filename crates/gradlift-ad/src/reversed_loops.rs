@@ -46,24 +46,21 @@ use gradlift_lang::syntax::*;
 
 /// Whether `e` holds a reversed loop (`revfold` or `revwhile`).
 pub fn has_reversed_loops(e: &Expr) -> bool {
-    let mut todo = vec![e];
-    while let Some(e) = todo.pop() {
-        if matches!(
-            e.kind,
-            ExprKind::ArrayOp(ArrayOp::Revfold(_) | ArrayOp::Revwhile(_), ..)
-        ) {
-            return true;
-        }
-        todo.extend(e.children());
-    }
-    false
+    holds(e, &|op| {
+        matches!(op, ArrayOp::Revfold(_) | ArrayOp::Revwhile(_))
+    })
 }
 
 /// Whether `e` holds a `revwhile`.
 pub fn has_revwhile(e: &Expr) -> bool {
+    holds(e, &|op| matches!(op, ArrayOp::Revwhile(_)))
+}
+
+/// Whether `e` holds an array operation `op` with `wanted(op)`.
+fn holds(e: &Expr, wanted: &dyn Fn(ArrayOp) -> bool) -> bool {
     let mut todo = vec![e];
     while let Some(e) = todo.pop() {
-        if matches!(e.kind, ExprKind::ArrayOp(ArrayOp::Revwhile(_), ..)) {
+        if matches!(&e.kind, ExprKind::ArrayOp(op, ..) if wanted(*op)) {
             return true;
         }
         todo.extend(e.children());
@@ -73,14 +70,7 @@ pub fn has_revwhile(e: &Expr) -> bool {
 
 /// `closed` with every `revfold` written as scans (module documentation).
 pub fn as_scans(closed: &Closed) -> Result<Closed, AdError> {
-    let mut names = NameSupply::new();
-    crate::forward::reserve(&closed.body, &mut names);
-    for (p, _) in &closed.params {
-        names.reserve(p);
-    }
-    for v in &closed.size_vars {
-        names.reserve(v);
-    }
+    let mut names = crate::forward::names_of(closed);
     Ok(Closed {
         body: rewrite(&closed.body, &mut names),
         ..closed.clone()
