@@ -195,3 +195,19 @@ fn hessian_vector_products_skip_the_integers() {
         assert!(h.hvp[0].same(&Value::reals(&[6.0, 0.0])), "{}", h.hvp[0]);
     }
 }
+
+/// An integer computed from reals where a construct needs one: the argmax
+/// of the language reference (§2), a loop whose state holds an integer,
+/// read as an index; and `int(floor(…))` as an index.
+#[test]
+fn integers_from_reals_index_arrays() {
+    let text = "def argmax(a: [R; n]) -> Z =
+  (foldl ((best, at), i. if a[i] > best then (a[i], i) else (best, at)) (-inf, int(0)) (iota(n))).1
+def top(a: [R; n], b: [R; n], h: R) -> R = b[argmax(a)] * a[int(floor(h))]";
+    let a = Value::reals(&[0.3, 2.5, -1.0, 2.4]);
+    let b = Value::reals(&[10.0, 20.0, 30.0, 40.0]);
+    assert!(eval(text, "argmax", &[a.clone()]).same(&Value::Int(1)));
+    let got = eval(text, "top", &[a.clone(), b.clone(), Value::Real(3.7)]);
+    assert!(got.same(&Value::Real(20.0 * 2.4)), "{got}");
+    everywhere(text, &[a, b, Value::Real(3.7)]);
+}
