@@ -206,7 +206,7 @@ fn integers_from_reals_index_arrays() {
 def top(a: [R; n], b: [R; n], h: R) -> R = b[argmax(a)] * a[int(floor(h))]";
     let a = Value::reals(&[0.3, 2.5, -1.0, 2.4]);
     let b = Value::reals(&[10.0, 20.0, 30.0, 40.0]);
-    assert!(eval(text, "argmax", &[a.clone()]).same(&Value::Int(1)));
+    assert!(eval(text, "argmax", std::slice::from_ref(&a)).same(&Value::Int(1)));
     let got = eval(text, "top", &[a.clone(), b.clone(), Value::Real(3.7)]);
     assert!(got.same(&Value::Real(20.0 * 2.4)), "{got}");
     everywhere(text, &[a, b, Value::Real(3.7)]);
