@@ -692,6 +692,21 @@ fn a_sibling_map_becomes_a_component_of_the_stored_one() {
         Value::Array(vec![Value::reals(&[0.5, 1.5]), Value::reals(&[2.0, -3.0])].into()),
     )]);
     assert_same_meaning(&term(input), &out, &types, &["d", "m"], &vals);
+    // The work shared may be the value of one of the stored map's `let`s
+    // written out: `sin(a * c)` where the partial derivatives bind
+    // `x = a * c` and read `sin(x)` (a sum of a map's gradient).
+    let input = "let t = map (a. sin(a * c) * a) A in \
+                 let P = map (a. let x = a * c in let d = cos(x) * a in (a * d, sin(x) + c * d)) A in \
+                 (reduce (+) 0 t, map (g. g.1) P, reduce (+) 0 (map (g. g.0) P))";
+    let (out, stats) = simp(&term(input));
+    assert!(stats.count(Rule::MapMerge) > 0, "fired: {stats}");
+    assert_eq!(count_prim(&out, Prim::Sin), 1, "{out}");
+    let types = typed(&[("A", "[R; n]"), ("c", "R")]);
+    let vals = values(&[
+        ("A", Value::reals(&[0.5, -1.0, 2.0])),
+        ("c", Value::Real(0.7)),
+    ]);
+    assert_same_meaning(&term(input), &out, &types, &["n"], &vals);
     // A map whose tuples are also read whole (returned) keeps them as
     // they are: it stores the pairs of its old element and the sibling's.
     let input = "let P = map (x. (exp(x), x)) A in \

@@ -23,7 +23,9 @@
 //! evaluated unconditionally after `P` (not under a lambda or a branch), mentions
 //! nothing bound after `P`, cannot fail (so computing it earlier changes
 //! no error), and shares work with `P`'s body: a subterm that is a loop or
-//! calls a transcendental function, equal up to names. (Where `P`'s
+//! calls a transcendental function, equal up to names to a subterm of the
+//! body or to the value of one of its `let`s written out (small values
+//! only: `sin(a * c)` against `let x = a * c in … sin(x)`). (Where `P`'s
 //! elements are not tuples, or are read whole somewhere, `P` stores the
 //! pairs of its old element and the sibling's instead, and its other uses
 //! read `map (g. g.0) P`.) CSE then computes
@@ -415,22 +417,88 @@ fn total(e: &Expr) -> bool {
 }
 
 /// Whether a subterm of `element` that is a loop or calls a
-/// transcendental function occurs in `map_body` too (up to names).
+/// transcendental function occurs in `map_body` too (up to names), or is
+/// the value of one of its `let`s written out (`sin(a * c)` where the body
+/// has `let x = a * c in … sin(x)`): the next round's CSE shares it then.
 fn shares_work(element: &Expr, map_body: &Expr) -> bool {
+    let written_out = let_values(map_body);
+    shares_with(element, map_body, &written_out)
+}
+
+fn shares_with(element: &Expr, map_body: &Expr, written_out: &[Expr]) -> bool {
     guard(|| {
         let costly = match &element.kind {
             ExprKind::ArrayOp(..) => true,
             ExprKind::Prim(p, _) => transcendental(*p),
             _ => false,
         };
-        if costly && occurs(element, map_body) {
+        if costly && (occurs(element, map_body) || written_out.iter().any(|v| occurs(element, v))) {
             return true;
         }
         element
             .children()
             .into_iter()
-            .any(|c| shares_work(c, map_body))
+            .any(|c| shares_with(c, map_body, written_out))
     })
+}
+
+/// How many nodes a `let` value written out may have
+/// ([`let_values`]): enough for the few operations a transcendental call
+/// reads, without copying large terms.
+const WRITTEN_OUT_NODES: usize = 64;
+
+/// The values of the `let`s that open `body` (a name bound to each), and
+/// the components of the tuple they end in, each with the names of the
+/// `let`s replaced by their values written out: those of at most
+/// [`WRITTEN_OUT_NODES`] nodes.
+fn let_values(body: &Expr) -> Vec<Expr> {
+    let mut env: Vec<(Name, Expr)> = Vec::new();
+    let mut out = Vec::new();
+    let mut cur = body;
+    while let ExprKind::Let {
+        pat, value, body, ..
+    } = &cur.kind
+    {
+        let mut v = (**value).clone();
+        for (n, by) in env.iter().rev() {
+            substitute(&mut v, n, by);
+        }
+        if nodes(&v, WRITTEN_OUT_NODES + 1) <= WRITTEN_OUT_NODES {
+            if let Pattern::Var(n, _) = pat {
+                env.push((n.clone(), v.clone()));
+            }
+            out.push(v);
+        }
+        cur = body;
+    }
+    let tails = match &cur.kind {
+        ExprKind::Tuple(es) => es.iter().collect(),
+        _ => vec![cur],
+    };
+    for t in tails {
+        let mut v = t.clone();
+        for (n, by) in env.iter().rev() {
+            substitute(&mut v, n, by);
+        }
+        if nodes(&v, WRITTEN_OUT_NODES + 1) <= WRITTEN_OUT_NODES {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// The number of nodes of `e`, counted up to `limit`.
+fn nodes(e: &Expr, limit: usize) -> usize {
+    let mut count = 0;
+    let mut todo = vec![e];
+    while let Some(e) = todo.pop() {
+        count += 1;
+        if count >= limit {
+            break;
+        }
+        todo.extend(e.children());
+    }
+    count
 }
 
 /// Whether `wanted` occurs in `e` (up to the names of binders).

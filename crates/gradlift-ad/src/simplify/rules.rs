@@ -221,7 +221,7 @@ rules! {
     /// with it, becomes one more component of it.
     MapMerge = "map-merge",
         "let P = map (x. (e₀..eₙ)) A in C[map (x'. e) A] ⇝ let P = map (x. (e₀..eₙ, e[x/x'])) A in C[map (g. g.(n+1)) P]  (map2 likewise)",
-        "the sibling is evaluated unconditionally after P (not under a lambda or a branch), mentions nothing bound after P, cannot fail, and has a loop or a transcendental call equal (up to names) to one in P's body; where P's elements are not tuples, or are read whole somewhere (not only projected, through zips too), P stores the pairs (old element, e) and its uses read map (g. g.0) P";
+        "the sibling is evaluated unconditionally after P (not under a lambda or a branch), mentions nothing bound after P, cannot fail, and has a loop or a transcendental call equal (up to names) to one in P's body or in a small value of its lets written out; where P's elements are not tuples, or are read whole somewhere (not only projected, through zips too), P stores the pairs (old element, e) and its uses read map (g. g.0) P";
 
     /// An array component of an array of tuples rebuilt from the reals it
     /// is made of where it is read, instead of being stored.
