@@ -182,7 +182,7 @@ fn forward_part(
             // Element i: the array with element i replaced.
             let (i, j) = (names.fresh("i"), names.fresh("j"));
             let len = build::size(n);
-            let (outer, at_i) = (at.clone(), i.clone());
+            let (outer, at_i, indices) = (at.clone(), i.clone(), len.clone());
             let replaced = move |x: Expr, names: &mut NameSupply| {
                 let rebuilt = build::map1(
                     &j,
@@ -191,13 +191,13 @@ fn forward_part(
                         x,
                         build::get(outer.clone(), build::var(&j)),
                     ),
-                    build::builtin(Builtin::Iota, vec![len.clone()]),
+                    build::builtin(Builtin::Iota, vec![indices.clone()]),
                 );
                 with(rebuilt, names)
             };
             let element = build::get(at.clone(), build::var(&i));
             let inner = forward_part(e, element, &replaced, names, span)?;
-            build::map1(&i, inner, build::builtin(Builtin::Iota, vec![build::size(n)]))
+            build::map1(&i, inner, build::builtin(Builtin::Iota, vec![len]))
         }
         Type::Tuple(ts) => {
             let mut parts = Vec::new();

@@ -141,7 +141,7 @@ pub const PASSES: &[Pass] = &[
             Ok(())
         },
         when: |c| {
-            c.differentiates() && crate::reversed_loops::has_reversed_loops(&c.program().body)
+            c.differentiates() && crate::reversed_loops::has_revfold(&c.program().body)
         },
     },
     Pass {

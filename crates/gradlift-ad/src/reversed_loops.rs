@@ -44,11 +44,9 @@ use gradlift_lang::names::NameSupply;
 use gradlift_lang::scope::Scope;
 use gradlift_lang::syntax::*;
 
-/// Whether `e` holds a reversed loop (`revfold` or `revwhile`).
-pub fn has_reversed_loops(e: &Expr) -> bool {
-    holds(e, &|op| {
-        matches!(op, ArrayOp::Revfold(_) | ArrayOp::Revwhile(_))
-    })
+/// Whether `e` holds a `revfold`.
+pub fn has_revfold(e: &Expr) -> bool {
+    holds(e, &|op| matches!(op, ArrayOp::Revfold(_)))
 }
 
 /// Whether `e` holds a `revwhile`.

@@ -202,7 +202,7 @@ impl Deriver {
                 array_op(
                     ArrayOp::Revfold(schedule),
                     vjp,
-                    vec![step, v.clone(), a.clone(), z, init],
+                    vec![step.clone(), v.clone(), a.clone(), z, init],
                 ),
                 2,
             ),
@@ -210,7 +210,7 @@ impl Deriver {
                 array_op(
                     ArrayOp::Revwhile(schedule),
                     vjp,
-                    vec![step, v.clone(), count.clone(), z, init],
+                    vec![step.clone(), v.clone(), count.clone(), z, init],
                 ),
                 1,
             ),
@@ -231,11 +231,10 @@ impl Deriver {
         if records > 0 {
             let per_step = self.bind(&mut sw.rev, "steps", proj(out.clone(), 1));
             let first = usize::from(elements);
-            let step_fn = lambda(vec![pvar(&params[0]), pvar(&params[1])], body.clone());
             self.scatter_records(
                 sw,
                 &layout,
-                &step_fn,
+                &step,
                 &ctx,
                 &per_step,
                 first,

@@ -262,32 +262,18 @@ impl Cse<'_> {
                 let ExprKind::ArrayOp(op, f, args) = into_kind(e) else {
                     unreachable!("checked to be an array operation")
                 };
-                let f = match into_kind(*f) {
-                    ExprKind::Lambda(ps, body) => {
-                        ExprKind::Lambda(ps, Arc::new(self.block_of(unshare(body))))
-                    }
-                    other => other,
-                };
+                let f = self.lambda_block(*f);
                 // The step of `revfold` and `revwhile` is a lambda among the
                 // arguments: its body is a block like the function's (the
                 // names it reads renamed as everywhere else).
                 let args = args
                     .into_iter()
                     .map(|a| match a.kind {
-                        ExprKind::Lambda(..) => {
-                            let span = a.span;
-                            let ExprKind::Lambda(ps, body) = into_kind(a) else {
-                                unreachable!("checked to be a lambda")
-                            };
-                            Expr::new(
-                                ExprKind::Lambda(ps, Arc::new(self.block_of(unshare(body)))),
-                                span,
-                            )
-                        }
+                        ExprKind::Lambda(..) => self.lambda_block(a),
                         _ => self.operand(a),
                     })
                     .collect();
-                Expr::new(ExprKind::ArrayOp(op, Box::new(mk(f)), args), span)
+                Expr::new(ExprKind::ArrayOp(op, Box::new(f), args), span)
             }
             ExprKind::Builtin(..) => {
                 let span = e.span;
@@ -310,6 +296,19 @@ impl Cse<'_> {
             ExprKind::Lambda(..) | ExprKind::PrimFn(_) | ExprKind::Const(_) => e,
             _ => map_children(e, &mut |c| self.operand(c)),
         })
+    }
+
+    /// A lambda with its body a block of its own; any other function as it
+    /// is.
+    fn lambda_block(&mut self, f: Expr) -> Expr {
+        let span = f.span;
+        match into_kind(f) {
+            ExprKind::Lambda(ps, body) => Expr::new(
+                ExprKind::Lambda(ps, Arc::new(self.block_of(unshare(body)))),
+                span,
+            ),
+            other => Expr::new(other, span),
+        }
     }
 
     fn binding(&mut self, pat: Pattern, value: Expr) {

@@ -112,11 +112,13 @@ fn merge_one(bindings: &mut [Binding], body: &mut Expr, t: usize, fresh: &mut Na
     if reaches_body {
         binders(body, &mut after);
     }
+    let written_out = let_values(map_body);
     let want = Want {
         op,
         arrays,
         names: &names,
         map_body,
+        written_out: &written_out,
         after: &after,
     };
     let mut found = None;
@@ -322,6 +324,8 @@ struct Want<'a> {
     /// `P`'s parameters.
     names: &'a [Name],
     map_body: &'a Expr,
+    /// The values of `P`'s `let`s written out ([`let_values`]).
+    written_out: &'a [Expr],
     after: &'a [Name],
 }
 
@@ -385,7 +389,7 @@ fn sibling(e: &Expr, f: &Expr, want: &Want) -> Option<Expr> {
         };
         element = rename(element, m, n);
     }
-    shares_work(&element, want.map_body).then_some(element)
+    shares_work(&element, want.map_body, want.written_out).then_some(element)
 }
 
 /// Whether `e` can be evaluated without a run-time error: no indexing,
@@ -420,12 +424,7 @@ fn total(e: &Expr) -> bool {
 /// transcendental function occurs in `map_body` too (up to names), or is
 /// the value of one of its `let`s written out (`sin(a * c)` where the body
 /// has `let x = a * c in … sin(x)`): the next round's CSE shares it then.
-fn shares_work(element: &Expr, map_body: &Expr) -> bool {
-    let written_out = let_values(map_body);
-    shares_with(element, map_body, &written_out)
-}
-
-fn shares_with(element: &Expr, map_body: &Expr, written_out: &[Expr]) -> bool {
+fn shares_work(element: &Expr, map_body: &Expr, written_out: &[Expr]) -> bool {
     guard(|| {
         let costly = match &element.kind {
             ExprKind::ArrayOp(..) => true,
@@ -438,7 +437,7 @@ fn shares_with(element: &Expr, map_body: &Expr, written_out: &[Expr]) -> bool {
         element
             .children()
             .into_iter()
-            .any(|c| shares_with(c, map_body, written_out))
+            .any(|c| shares_work(c, map_body, written_out))
     })
 }
 
