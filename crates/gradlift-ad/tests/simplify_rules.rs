@@ -217,7 +217,7 @@ fn consumers_of_arrays_of_tuples_read_the_components() {
     );
     rewrites(
         "let P = map (a. (w, sin(a))) A in reduce (+) 0 (map (p. p.0 * 2) P)",
-        "foldl (acc, p. acc + w * 2.0) 0.0 A",
+        "reduce (+) 0.0 (map (p. w * 2.0) A)",
         Rule::TupleArg,
     );
     // Not when a computed component is read, nor two parameters, nor the
@@ -357,10 +357,15 @@ fn maps_fuse() {
 #[test]
 fn reductions_of_maps_are_folds() {
     rewrites(
-        "reduce (+) 0 (map exp A)",
-        "foldl (acc, x. acc + exp(x)) 0.0 A",
+        "reduce (a, b. a + b + a * b) 0 (map exp A)",
+        "foldl (a, x. let b = exp(x) in a + b + a * b) 0.0 A",
         Rule::FoldFusion,
     );
+    // A reduce in lanes (gradlift_lang::reduce_order) keeps its map: a
+    // left fold would change its order.
+    let (out, stats) = simp(&term("reduce (+) 0 (map exp A)"));
+    assert_eq!(stats.count(Rule::FoldFusion), 0, "{out}");
+    assert_eq!(out.to_string(), "reduce (+) 0.0 (map exp A)");
     rewrites(
         "foldl (s, y. s * y + 1) 2 (map (a. a * a) A)",
         "foldl (s, a. s * (a * a) + 1.0) 2.0 A",
@@ -369,7 +374,7 @@ fn reductions_of_maps_are_folds() {
     // A map used once, bound by a `let`, is inlined and then fused, however
     // long its body.
     rewrites(
-        "let M = map (a. let b = sin(a) in let c = cos(b) in let d = exp(c) in let e = sin(d) in let f = cos(e) in let g = exp(f) in g * g) A in reduce max 0 M",
+        "let M = map (a. let b = sin(a) in let c = cos(b) in let d = exp(c) in let e = sin(d) in let f = cos(e) in let g = exp(f) in g * g) A in foldl max 0 M",
         "foldl (acc, a. let g_1 = exp(cos(sin(exp(cos(sin(a)))))) in max(acc, g_1 * g_1)) 0.0 A",
         Rule::FoldFusion,
     );
@@ -392,15 +397,18 @@ fn reductions_of_maps_are_folds() {
         "reduce (u, v. map2 (+) u v) Z (map2 (x, y. map (b. b * y) x) X Y)",
     ));
     assert_eq!(stats.count(Rule::FoldFusion), 0, "{out}");
-    // A zip shared by two folds is not stored: each reads the pairs.
+    // A zip shared by two folds is not stored: each reads the pairs (and
+    // the two folds, over the same pairs, become one, `fold-merge`).
     let (out, stats) = simp(&term(
         "let P = map2 (a, b. (a, b)) X Y in \
          (foldl (s, p. s + p.0 * p.1) 0 P, foldl (s, p. s * p.0 - p.1) 1 P)",
     ));
     assert!(stats.count(Rule::InlineCheapMap) >= 1, "{out}");
+    assert!(stats.count(Rule::FoldMerge) >= 1, "{out}");
     let text = out.to_string();
-    assert!(!text.contains("let "), "{text}");
-    assert_eq!(text.matches("map2 (a, b. (a, b)) X Y").count(), 2, "{text}");
+    assert!(!text.contains("let P"), "{text}");
+    assert_eq!(text.matches("map2 (a, b. (a, b)) X Y").count(), 1, "{text}");
+    assert_eq!(text.matches("foldl").count(), 1, "{text}");
     // Nor is a map that regroups components (the cotangent of a `zip`
     // inside a `map` over three arrays): each reader projects the array
     // it came from.
@@ -928,7 +936,7 @@ fn a_cheap_map_of_a_variable_is_computed_where_it_is_read() {
     // A scaled cotangent read by two loops: each computes it.
     rewrites(
         "let t = map (z. h * z) g in (map2 (+) t A, reduce (+) 0 t)",
-        "(map2 (+) (map (z. h * z) g) A, foldl (acc, z_2. acc + h * z_2) 0.0 g)",
+        "(map2 (+) (map (z. h * z) g) A, reduce (+) 0.0 (map (z. h * z) g))",
         Rule::InlineCheapMap,
     );
     never_fires(
@@ -1037,5 +1045,33 @@ fn reals_no_result_reads_are_not_computed() {
             "let t = map (a. (a * 2, a * 3)) A in (t, len(t))",
         ],
         Rule::DeadLeaf,
+    );
+}
+
+#[test]
+fn folds_over_one_array_are_merged_and_share_their_work() {
+    // Two sums over the rows of A, each computing sin of the row's first
+    // element: one loop, one sin per row.
+    let input = "(foldl (a, x. a + sin(x[0]) * 2) 0 A, foldl (b, y. b * sin(y[0])) 1 A)";
+    let (out, stats) = simp(&term(input));
+    assert!(stats.count(Rule::FoldMerge) > 0, "fired: {stats}\n{out}");
+    let text = out.to_string();
+    assert_eq!(text.matches("foldl").count(), 1, "{text}");
+    assert_eq!(text.matches("sin(").count(), 1, "{text}");
+    // A fold bound by a `let` merges with one of the result.
+    let input = "let r = foldl (a, x. a + x[0]) 0 A in (r * 2, r, foldl (b, y. b + y[1]) 0 A)";
+    let (out, stats) = simp(&term(input));
+    assert!(stats.count(Rule::FoldMerge) > 0, "fired: {stats}\n{out}");
+    assert_eq!(out.to_string().matches("foldl").count(), 1, "{out}");
+    never_fires(
+        &[
+            // The second fold reads the first's result.
+            "let r = foldl (a, x. a + x[0]) 0 A in foldl (b, y. b + r * y[0]) 0 A",
+            // Different arrays.
+            "(foldl (a, x. a + x[0]) 0 A, foldl (b, y. b + y[0]) 0 B)",
+            // A sum in lanes is not a left fold.
+            "(reduce (+) 0 (map (x. x[0]) A), foldl (b, y. b + y[0]) 0 A)",
+        ],
+        Rule::FoldMerge,
     );
 }

@@ -12,7 +12,8 @@
 //! and computes the same operations, so the result is bit for bit the
 //! same.
 //!
-//! A fold rides along with the map `P` when it is a `reduce` or `foldl`
+//! A fold rides along with the map `P` when it is a `reduce` (not one in
+//! lanes, whose order is not the loop's: [`in_lanes`]) or `foldl`
 //! (without a checkpoint schedule) over `P` itself, later in the same
 //! `let` chain; its function's body and its start cannot fail (so no
 //! error is raised earlier than it would be); neither mentions a name
@@ -219,9 +220,13 @@ impl Translator<'_, '_> {
         ty: Option<&Type>,
         value: &'e Expr,
     ) -> Result<Option<Rider<'e>>, JitError> {
-        let ExprKind::ArrayOp(ArrayOp::Reduce | ArrayOp::Foldl(None), f, args) = &value.kind else {
+        let ExprKind::ArrayOp(op @ (ArrayOp::Reduce | ArrayOp::Foldl(None)), f, args) = &value.kind
+        else {
             return Ok(None);
         };
+        if in_lanes(*op, f) {
+            return Ok(None);
+        }
         let [start, array] = args.as_slice() else {
             return Ok(None);
         };
@@ -315,6 +320,12 @@ fn zip_with<'e>(e: &'e Expr, map: &Map<'_>) -> Option<(&'e Name, bool)> {
         (ExprKind::Var(u), ExprKind::Var(v)) if v == map.p && of_map(u) => Some((u, false)),
         _ => None,
     }
+}
+
+/// Whether a fold is a `reduce` in lanes (`gradlift_lang::reduce_order`):
+/// its order is not the element by element one of a loop it would ride.
+pub(crate) fn in_lanes(op: ArrayOp, f: &Expr) -> bool {
+    op == ArrayOp::Reduce && gradlift_lang::reduce_order::lane_prim(f).is_some()
 }
 
 /// The folds `e` evaluates unconditionally, outside any loop of its own:

@@ -49,6 +49,10 @@ fn data(n: usize) -> Value {
     )
 }
 
+// (A `reduce` of reals by `(+)`, `(*)`, `max` or `min` combines its
+// elements in lanes, not in a map's order: it never rides along; these
+// tests use `foldl`.)
+
 #[test]
 fn a_fold_over_a_stored_map_runs_in_the_maps_loop() {
     // `t` and `s` ride along with `P`; `u` needs `t`, so it cannot. (Each
@@ -56,7 +60,7 @@ fn a_fold_over_a_stored_map_runs_in_the_maps_loop() {
     let source = "def f(x: [R; n], a: R) -> (R, R, R, R, [R; n]) =
       let P = map (v. exp(v - a)) x in
       let t = foldl (acc, p. acc + p) 0 P in
-      let s = reduce max (-inf) P in
+      let s = foldl max (-inf) P in
       let u = foldl (acc, p. acc + p / t) 0 P in
       (t + s, t * s, u, u * 2, P)";
     let (_, loops) = run(source, &[data(50), Value::Real(0.5)]);
@@ -98,7 +102,7 @@ fn the_folds_of_an_empty_map_are_their_starts() {
     let source = "def f(x: [R; n], a: R) -> (R, R, R, R) =
       let P = map (v. v * a) x in
       let t = foldl (acc, p. acc + p) (-0.0) P in
-      let m = reduce min inf P in
+      let m = foldl min inf P in
       (t, m, t * 2, m * 2)";
     let (got, loops) = run(source, &[data(0), Value::Real(1.5)]);
     assert_eq!(loops, 1);
@@ -112,15 +116,15 @@ fn the_folds_of_an_empty_map_are_their_starts() {
 fn a_fold_that_is_a_part_of_the_result_rides_along_a_map_reading_its_array() {
     // The fold reads `x`, which the map reads in full, in order: one loop.
     let source = "def f(x: [R; n]) -> (R, [R; n]) =
-      (reduce (a, b. a * b) 1 x, map (v. v * 2) x)";
+      (foldl (a, b. a * b) 1 x, map (v. v * 2) x)";
     let (_, loops) = run(source, &[data(40)]);
     assert_eq!(loops, 1);
     run(source, &[data(0)]);
-    // Through a scan carried in the map's loop (prod's gradient): the
-    // product rides along the loop that reads the prefix products; the
-    // right scan is its own loop.
+    // Through a scan carried in the map's loop (prod's gradient, its
+    // product a left fold): the product rides along the loop that reads
+    // the prefix products; the right scan is its own loop.
     let source = "def f(x: [R; n]) -> (R, [R; n]) =
-      (reduce (a, b. a * b) 1 x,
+      (foldl (a, b. a * b) 1 x,
        map2 (a, b. a * b) (shift1L (scanr (a, b. a * b) 1 x)) (shift1R (scanl (a, b. a * b) 1 x)))";
     let (_, loops) = run(source, &[data(40)]);
     assert_eq!(loops, 2);

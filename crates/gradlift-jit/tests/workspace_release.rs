@@ -287,7 +287,15 @@ fn a_fold_keeps_an_array_its_step_leaves_as_it_is() {
     assert_eq!(a, data(300), "the input was written");
     let want = fold_ref(&a, a.clone(), |x, acc| {
         if x > 0.9 {
-            let sum = acc.iter().fold(0.0, |s, y| s + y);
+            // `reduce (+)` in the lanes of gradlift_lang::reduce_order.
+            let sum = gradlift_lang::reduce_order::reduce_in_lanes::<()>(
+                -0.0,
+                0.0,
+                acc.len(),
+                |i| Ok(acc[i]),
+                |s, y| Ok(s + y),
+            )
+            .unwrap();
             Some(acc.iter().map(|y| y * 0.5 + sum * 0.001).collect())
         } else if x < 0.6 {
             Some(a.clone())
@@ -319,7 +327,15 @@ fn a_fold_keeps_an_array_chosen_by_a_bound_branch() {
     let (mut s, mut acc) = (0.0, a.clone());
     for &x in &a {
         if x > 1.0 {
-            let sum = acc.iter().fold(0.0, |s, y| s + y);
+            // `reduce (+)` in the lanes of gradlift_lang::reduce_order.
+            let sum = gradlift_lang::reduce_order::reduce_in_lanes::<()>(
+                -0.0,
+                0.0,
+                acc.len(),
+                |i| Ok(acc[i]),
+                |s, y| Ok(s + y),
+            )
+            .unwrap();
             acc = acc.iter().map(|y| y * 0.5 + sum * 0.001).collect();
             s += x;
         }

@@ -306,6 +306,23 @@ impl Interpreter<'_> {
         }
     }
 
+    /// The identity of a `reduce`'s operator when it combines reals in
+    /// lanes ([`crate::reduce_order`]): the primitive written in place, or
+    /// a primitive function value.
+    fn lanes(&self, callee: &Callee<'_>, f: &Expr) -> Option<f64> {
+        let p = match callee {
+            Callee::Value(fv) => match &**fv {
+                FunValue::Prim(p) => *p,
+                FunValue::Closure { params, body, .. } => {
+                    crate::reduce_order::lane_lambda(params, body)?
+                }
+                FunValue::Def(_) => return None,
+            },
+            Callee::Lambda(..) => crate::reduce_order::lane_prim(f)?,
+        };
+        crate::reduce_order::lane_identity(p)
+    }
+
     fn invoke(&mut self, callee: &Callee<'_>, args: Vec<Value>, span: Span) -> EResult<Value> {
         match callee {
             Callee::Lambda(params, body) => {
@@ -581,7 +598,33 @@ impl Interpreter<'_> {
                 let a = self.eval(&args[1])?;
                 let xs = array(&a, op.name(), args[1].span)?;
                 match op {
-                    ArrayOp::Reduce | ArrayOp::Foldl(_) => {
+                    ArrayOp::Reduce => {
+                        if let (Some(identity), Value::Real(z0)) = (self.lanes(&callee, f), &z) {
+                            if xs.iter().all(|x| matches!(x, Value::Real(_))) {
+                                return crate::reduce_order::reduce_in_lanes(
+                                    identity,
+                                    *z0,
+                                    xs.len(),
+                                    |i| real(&xs[i], "reduce", span),
+                                    |a, b| {
+                                        let v = self.invoke(
+                                            &callee,
+                                            vec![Value::Real(a), Value::Real(b)],
+                                            span,
+                                        )?;
+                                        real(&v, "reduce", span)
+                                    },
+                                )
+                                .map(Value::Real);
+                            }
+                        }
+                        let mut acc = z;
+                        for x in xs.iter() {
+                            acc = self.invoke(&callee, vec![acc, x.clone()], span)?;
+                        }
+                        Ok(acc)
+                    }
+                    ArrayOp::Foldl(_) => {
                         let mut acc = z;
                         for x in xs.iter() {
                             acc = self.invoke(&callee, vec![acc, x.clone()], span)?;

@@ -21,6 +21,7 @@ pub mod names;
 pub mod parser;
 pub mod prim;
 pub mod printer;
+pub mod reduce_order;
 pub mod schedule;
 pub mod scope;
 pub mod span;

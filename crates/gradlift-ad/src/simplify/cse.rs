@@ -20,7 +20,8 @@
 //! branch or a lambda. Size expressions (the first argument of `iota`,
 //! `replicate`, `take`, `drop`) and conditions are not values and are left
 //! in place; tuples, projections and indexing cost nothing to repeat and are
-//! not bound.
+//! not bound (but a `let` of a projection already bound under another name
+//! becomes that name).
 //!
 //! Relies on: purity (a computation may be evaluated once instead of twice).
 //! One walk; each computation is hashed once (up to α-equivalence) and
@@ -173,6 +174,14 @@ fn is_computation(e: &Expr) -> bool {
     }
 }
 
+/// `v.i.j…` for a variable `v`.
+fn is_projection(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Proj(x, _) => matches!(x.kind, ExprKind::Var(_)) || is_projection(x),
+        _ => false,
+    }
+}
+
 impl Cse<'_> {
     /// `e` as a block of its own: its bindings, and the table entries they
     /// make, end with it.
@@ -315,7 +324,11 @@ impl Cse<'_> {
         let value = self.value(value);
         let mut remember = None;
         if let Pattern::Var(x, _) = &pat {
-            if is_computation(&value) {
+            // A projection costs nothing and is not bound by CSE, but two
+            // bindings of the same one (each fold `fold-merge` merged reads
+            // its element as `q.0`) must be one name for the computations
+            // that read them to compare equal.
+            if is_computation(&value) || is_projection(&value) {
                 let h = self.alpha.hash(&value);
                 if let Some(n) = self.lookup(h, &value) {
                     self.stats.fire(Rule::Cse);

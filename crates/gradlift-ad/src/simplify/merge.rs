@@ -263,21 +263,6 @@ fn ends_in_tuple(e: &Expr) -> bool {
     }
 }
 
-/// Every name `e` binds or reads.
-fn names_in(e: &Expr, out: &mut Vec<Name>) {
-    guard(|| {
-        match &e.kind {
-            ExprKind::Var(x) => out.push(x.clone()),
-            ExprKind::Let { pat, .. } => pat.names(out),
-            ExprKind::Lambda(params, _) => params.iter().for_each(|q| q.pat.names(out)),
-            _ => {}
-        }
-        for c in e.children() {
-            names_in(c, out);
-        }
-    })
-}
-
 /// `map (g. g.k) P`, `g` a fresh name.
 fn component(p: &Name, k: usize, fresh: &mut Names) -> Expr {
     let g = fresh.fresh("g");

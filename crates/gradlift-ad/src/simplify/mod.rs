@@ -22,8 +22,10 @@
 //! constant components; DCE again when it changed something), `demand`
 //! (the one liveness analysis: dead components, dead elements' components,
 //! reals no result reads; DCE again), `reuse` (folds reading stored maps), and, but
-//! in the last round, `merge` (sibling maps merged into a stored one) and
-//! `split` (derived components, map splitting). Afterwards
+//! in the last round, `merge` (sibling maps merged into a stored one),
+//! `split` (derived components, map splitting) and `fold-merge` (the folds
+//! of a block over one array merged, for the next round's CSE to share
+//! their steps). Afterwards
 //! [`is_first_order`] checks Lemma 5.3. The pipeline verifies the term
 //! after every pass in debug builds ([`Check`]).
 //!
@@ -53,6 +55,7 @@ mod cse;
 mod dce;
 mod demand;
 mod fill;
+mod fold_merge;
 pub mod limits;
 mod merge;
 mod names;
@@ -272,6 +275,17 @@ pub const PASSES: &[Pass] = &[
         run: |e, r| {
             let (term, split) = split::run(e, r.stats);
             r.exposed |= split;
+            Ok(term)
+        },
+        when: |r| r.splitting,
+    },
+    Pass {
+        name: "fold-merge",
+        description: "the folds of a block over the same array merged into one of the tuple of their accumulators, for CSE to share their steps' work (fold-merge)",
+        implements: "not in the paper",
+        run: |e, r| {
+            let (term, merged) = fold_merge::run(e, r.stats);
+            r.exposed |= merged;
             Ok(term)
         },
         when: |r| r.splitting,

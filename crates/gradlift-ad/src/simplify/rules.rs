@@ -197,7 +197,7 @@ rules! {
     /// Fold fusion: a reduction of a map reads the mapped elements as it
     /// goes instead of building the array.
     FoldFusion = "fold-fusion",
-        "reduce f z (map g A) ⇝ foldl (acc, y. f(acc, g(y))) z A;  foldl f z (map g A) likewise;  foldl f z (map2 g A B) ⇝ foldl (acc, q. f(acc, g(q.0, q.1))) z (map2 (a, b. (a, b)) A B)",
+        "reduce f z (map g A) ⇝ foldl (acc, y. f(acc, g(y))) z A (not a reduce in lanes: gradlift_lang::reduce_order);  foldl f z (map g A) likewise;  foldl f z (map2 g A B) ⇝ foldl (acc, q. f(acc, g(q.0, q.1))) z (map2 (a, b. (a, b)) A B)",
         "the map is written in place (not a shared variable); reduce runs left to right from z; a map2 only for foldl (not reduce), when f is a lambda and g's body ends in a map or map2 (its elements are arrays), and never a zip";
 
     /// Map splitting: each fold reading arrays of a shared array of tuples
@@ -205,6 +205,12 @@ rules! {
     MapSplit = "map-split",
         "let P = map (x. (e₀..eₙ)) A in C[foldl (a, p. …p.i…) z P, op (q. …q.j…) P] ⇝ let P = map (x. eⱼ) A in C[foldl (a, p. …p…) z (map (x. eᵢ) A), op (q. …q…) P]",
         "every use of P is an array argument whose function only projects it; eᵢ is built by an array operation";
+
+    /// Fold merging: the folds of a block over the same array become one
+    /// fold of the tuple of their accumulators.
+    FoldMerge = "fold-merge",
+        "let r = foldl (a, x. e₁) z₁ A in … C[foldl (b, y. e₂) z₂ A] ⇝ let m = foldl (s, q. (let a = s.0 in let x = q in e₁, let b = s.1 in let y = q in e₂)) (z₁, z₂) A in let r = m.0 in … C[m.1]",
+        "both folds in one block, as a binding's value or a component of the tuples its body ends in; neither reads a name bound after the first; A α-equal; foldl without a schedule, or a reduce folded from the left";
 
     /// A component of an array of tuples computed from the others where
     /// it is read, instead of being stored.

@@ -290,3 +290,18 @@ pub(super) fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
         }
     }
 }
+
+/// Every name `e` binds or reads.
+pub(super) fn names_in(e: &Expr, out: &mut Vec<Name>) {
+    guard(|| {
+        match &e.kind {
+            ExprKind::Var(x) => out.push(x.clone()),
+            ExprKind::Let { pat, .. } => pat.names(out),
+            ExprKind::Lambda(params, _) => params.iter().for_each(|q| q.pat.names(out)),
+            _ => {}
+        }
+        for c in e.children() {
+            names_in(c, out);
+        }
+    })
+}

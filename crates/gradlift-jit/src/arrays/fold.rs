@@ -3,6 +3,7 @@
 //! and the ends of scans read as folds.
 
 use super::*;
+use gradlift_lang::reduce_order::LANES;
 
 impl Translator<'_, '_> {
     /// A [`Fold`] starting from the value of `start`.
@@ -72,6 +73,136 @@ impl Translator<'_, '_> {
             &size,
             op == ArrayOp::Scanr,
         )
+    }
+
+    /// A `reduce` of reals by `(+)`, `(*)`, `max` or `min`, in the lanes of
+    /// `gradlift_lang::reduce_order` (the interpreter's order).
+    ///
+    /// When an element costs a few instructions, a loop over blocks of
+    /// [`LANES`] elements holds each lane in a loop-carried variable, so
+    /// that the lanes' operations overlap, and a second loop folds the
+    /// last `n mod LANES` elements (the body is emitted `LANES + 1`
+    /// times). When computing an element runs a loop of its own
+    /// ([`runs_loops`]), overlapping gains nothing and the copies would
+    /// multiply the code: one loop over all the elements adds each to its
+    /// lane, or to the tail, kept in a small stack array.
+    pub(super) fn reduce_in_lanes(
+        &mut self,
+        p: gradlift_lang::Prim,
+        params: &[Param],
+        body: &Expr,
+        z: Values,
+        a: Source<'_>,
+        tys: &[Type; 2],
+    ) -> Result<Values, JitError> {
+        let Some(identity) = gradlift_lang::reduce_order::lane_identity(p) else {
+            return Err(JitError::Internal(
+                "a reduce in lanes without an identity".into(),
+            ));
+        };
+        let Values::Real(z) = z else {
+            return Err(JitError::Internal("a reduce in lanes of non-reals".into()));
+        };
+        // `x op y` for reals, by the reduce's own function.
+        let op = |t: &mut Self, x: Value, y: Value| -> Result<Value, JitError> {
+            match t.apply(params, body, vec![Values::Real(x), Values::Real(y)], tys)? {
+                Values::Real(v) => Ok(v),
+                _ => Err(JitError::Internal(
+                    "a reduce in lanes returned a non-real".into(),
+                )),
+            }
+        };
+        // `acc op A[i]`, the element's temporaries released after it.
+        let step = |t: &mut Self, acc: Value, i: Value| -> Result<Value, JitError> {
+            let mark = t.mark();
+            let x = match t.element(&a, i)? {
+                Values::Real(x) => x,
+                _ => {
+                    return Err(JitError::Internal(
+                        "a reduce in lanes read a non-real".into(),
+                    ))
+                }
+            };
+            let next = op(t, acc, x)?;
+            t.release(mark);
+            Ok(next)
+        };
+        let n = a.len();
+        let shift = LANES.trailing_zeros() as i64;
+        let (lanes, tail) = if runs_loops(&a) {
+            // Slots 0..LANES hold the lanes, slot LANES the tail.
+            let slot = self
+                .b
+                .create_sized_stack_slot(cranelift_codegen::ir::StackSlotData::new(
+                    cranelift_codegen::ir::StackSlotKind::ExplicitSlot,
+                    8 * (LANES as u32 + 1),
+                    3,
+                ));
+            let e = self.b.ins().f64const(identity);
+            let at = self.b.ins().stack_addr(types::I64, slot, 0);
+            for k in 0..=LANES {
+                self.b.ins().store(mem(), e, at, 8 * k as i32);
+            }
+            let full = self.b.ins().band_imm_s(n, -(LANES as i64));
+            self.for_range(n, &mut |t, i| {
+                let full = t.entry_copy(full);
+                let within = t.b.ins().icmp(IntCC::UnsignedLessThan, i, full);
+                let lane = t.b.ins().band_imm_s(i, LANES as i64 - 1);
+                let last = t.iconst(LANES as i64);
+                let k = t.b.ins().select(within, lane, last);
+                let offset = t.b.ins().ishl_imm_s(k, 3);
+                let base = t.b.ins().stack_addr(types::I64, slot, 0);
+                let at = t.b.ins().iadd(base, offset);
+                let acc = t.b.ins().load(types::F64, mem(), at, 0);
+                let next = step(t, acc, i)?;
+                t.b.ins().store(mem(), next, at, 0);
+                Ok(())
+            })?;
+            let at = self.b.ins().stack_addr(types::I64, slot, 0);
+            let lanes: Vec<Value> = (0..LANES)
+                .map(|k| self.b.ins().load(types::F64, mem(), at, 8 * k as i32))
+                .collect();
+            let tail = self.b.ins().load(types::F64, mem(), at, 8 * LANES as i32);
+            (lanes, tail)
+        } else {
+            let var = |t: &mut Self| {
+                let v = t.b.declare_var(types::F64);
+                let e = t.b.ins().f64const(identity);
+                t.b.def_var(v, e);
+                v
+            };
+            let lanes: Vec<cranelift_frontend::Variable> = (0..LANES).map(|_| var(self)).collect();
+            let blocks = self.b.ins().ushr_imm_s(n, shift);
+            self.for_range_out(blocks, &lanes, &mut |t, b| {
+                let base = t.b.ins().ishl_imm_s(b, shift);
+                for (j, lane) in lanes.iter().enumerate() {
+                    let i = t.b.ins().iadd_imm_s(base, j as i64);
+                    let acc = t.b.use_var(*lane);
+                    let next = step(t, acc, i)?;
+                    t.b.def_var(*lane, next);
+                }
+                Ok(())
+            })?;
+            let tail = var(self);
+            let base = self.b.ins().ishl_imm_s(blocks, shift);
+            let rest = self.b.ins().isub(n, base);
+            self.for_range_out(rest, &[tail], &mut |t, k| {
+                let base = t.entry_copy(base);
+                let i = t.b.ins().iadd(base, k);
+                let acc = t.b.use_var(tail);
+                let next = step(t, acc, i)?;
+                t.b.def_var(tail, next);
+                Ok(())
+            })?;
+            let lanes = lanes.iter().map(|v| self.b.use_var(*v)).collect();
+            (lanes, self.b.use_var(tail))
+        };
+        let lanes: [Value; LANES] = lanes
+            .try_into()
+            .map_err(|_| JitError::Internal("the lanes of a reduce".into()))?;
+        let s = gradlift_lang::reduce_order::combine_lanes(&lanes, &mut |x, y| op(self, x, y))?;
+        let s = op(self, s, tail)?;
+        Ok(Values::Real(op(self, z, s)?))
     }
 
     /// The left folds and scans: the accumulator is loop-carried.
@@ -337,4 +468,21 @@ pub(crate) enum Reads {
     /// such an array (`zip(P, A)`), or with `.2`, the pair the other way
     /// round (`zip(A, P)`).
     Zip(ArrayVal, Value, bool),
+}
+
+/// Whether computing an element of `a` runs a loop: a fused map whose
+/// function (or a fused map it reads) holds an array operation or a
+/// builtin that builds an array.
+fn runs_loops(a: &Source<'_>) -> bool {
+    fn builds(e: &Expr) -> bool {
+        gradlift_lang::deep::guard(|| match &e.kind {
+            ExprKind::ArrayOp(..) => true,
+            ExprKind::Builtin(b, _) if !matches!(b, Builtin::Len | Builtin::Get) => true,
+            _ => e.children().into_iter().any(builds),
+        })
+    }
+    match a {
+        Source::Mapped { body, inputs, .. } => builds(body) || inputs.iter().any(runs_loops),
+        _ => false,
+    }
 }

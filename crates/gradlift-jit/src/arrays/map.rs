@@ -120,9 +120,13 @@ impl Translator<'_, '_> {
             return Ok(out);
         }
         for (part, e) in es.iter().enumerate() {
-            let ExprKind::ArrayOp(ArrayOp::Reduce | ArrayOp::Foldl(None), f, args) = &e.kind else {
+            let ExprKind::ArrayOp(op @ (ArrayOp::Reduce | ArrayOp::Foldl(None)), f, args) = &e.kind
+            else {
                 continue;
             };
+            if crate::horizontal::in_lanes(*op, f) {
+                continue;
+            }
             if self.computed.contains_key(&(e as *const Expr)) {
                 // Computed already, in the loop of an earlier map.
                 continue;

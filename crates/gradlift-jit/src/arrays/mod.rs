@@ -63,6 +63,7 @@
 //! | a range, a shift or `take` of a fused array, a `concat` of reals, a shifted `scanl` of reals, a one-hot map are computed where read | `source.rs` `source_read` | their elements cannot fail (`fused_elements_cannot_fail`), so the ones skipped hide no error; a carried scan is read in order |
 //! | a stored map computes the folds over it later in its `let` chain (horizontal fusion) | chosen in `horizontal.rs`, run by `map.rs` | the folds cannot fail and read nothing bound after the map |
 //! | a fold of the result rides along a map of the result | `map.rs` `riding_folds` | the map's loop reads the fold's array in full, in order |
+//! | a `reduce` of reals by `(+)`, `(*)`, `max`, `min` runs in lanes | `fold.rs` `reduce_in_lanes` | always: the order is `gradlift_lang::reduce_order`'s, which the interpreter follows too; such a reduce never rides along a map (`horizontal::in_lanes`) |
 //! | a fold's array accumulator is updated in place | `fold.rs` `in_place_step` | the step's map reads the accumulator as its array and nothing else does |
 //! | a term is lowered into its destination (a result row, a buffer, the output) | `place.rs` | it ends, through `let`s, tuples and `if`s, in what builds the destination |
 //! | an `if` is both sides and a `select` | `place.rs` `cheap_branch` | both sides are at most `MAX_SELECT_NODES` (6) nodes of primitives the table marks `cheap`, which cannot fail |
@@ -395,6 +396,13 @@ impl Translator<'_, '_> {
                     _ => Size::lit(0),
                 };
                 let tys = [acc_ty, elem_ty(a_ty)?];
+                if op == ArrayOp::Reduce && tys == [Type::Real, Type::Real] {
+                    if let Some(p) = gradlift_lang::reduce_order::lane_prim(f) {
+                        let z = self.lower(&args[0])?;
+                        let a = self.source_read(&args[1], true)?;
+                        return self.reduce_in_lanes(p, params, body, z, a, &tys);
+                    }
+                }
                 let z = self.lower(&args[0])?;
                 let a = self.source_read(&args[1], op != ArrayOp::Scanr)?;
                 let from_the_end = op == ArrayOp::Scanr;

@@ -288,7 +288,12 @@ impl Pe<'_> {
                 }
             }
         }
-        if matches!(op, ArrayOp::Reduce | ArrayOp::Foldl(_)) && fusable(&f) {
+        // A `reduce` in lanes (gradlift_lang::reduce_order) keeps its map:
+        // a left fold would change its order. The backends compute the
+        // map's elements in its loop anyway.
+        let in_lanes =
+            op == ArrayOp::Reduce && gradlift_lang::reduce_order::lane_prim(&f).is_some();
+        if matches!(op, ArrayOp::Reduce | ArrayOp::Foldl(_)) && fusable(&f) && !in_lanes {
             if let Val::Code(inner) = &vals[1] {
                 if let ExprKind::ArrayOp(inner_op @ (ArrayOp::Map | ArrayOp::Map2), g, _) =
                     &inner.kind

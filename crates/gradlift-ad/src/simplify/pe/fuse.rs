@@ -57,9 +57,9 @@ impl Pe<'_> {
 
     /// `reduce f z (map g A) ⇝ foldl (acc, y. f(acc, g(y))) z A`, and the
     /// same for `foldl f z (map g A)` (keeping its checkpoint schedule).
-    /// `reduce` is evaluated as a left fold from `z` (the interpreter and the
-    /// JIT agree), so the result is the same bit for bit; the mapped array is
-    /// never built. Only after differentiation: a `reduce (+) 0` keeps the
+    /// Only for a `reduce` that is evaluated as a left fold from `z` (not
+    /// one in lanes, `gradlift_lang::reduce_order`), so the result is the
+    /// same bit for bit; the mapped array is never built. Only after differentiation: a `reduce (+) 0` keeps the
     /// fast path of reverse mode that a `foldl` would lose.
     pub(super) fn fuse_fold(
         &mut self,
