@@ -164,10 +164,10 @@ def jax_times(fn, inputs, wrt, seconds):
     return p, g, first, float(value), [np.asarray(x) for x in grads]
 
 
-def gradlift_times(gradlift, path, fn, input_file, seconds):
+def gradlift_times(gradlift, path, fn, input_file, seconds, wrt):
     out = subprocess.run(
         [gradlift, "bench", path, "--fn", fn, "--at", "@" + input_file, "--json",
-         "--seconds", str(seconds)],
+         "--seconds", str(seconds), "--wrt", ",".join(wrt)],
         capture_output=True, text=True, check=True, cwd=ROOT,
     )
     r = json.loads(out.stdout)
@@ -184,17 +184,17 @@ def gradlift_gradient(gradlift, path, fn, input_file, wrt):
     return r["value"], [np.asarray(r["gradient"][k], dtype=float) for k in wrt]
 
 
-def main():
+def main(cases=CASES):
     parser = argparse.ArgumentParser()
     parser.add_argument("--gradlift", default=os.path.join(ROOT, "target/release/gradlift"))
     parser.add_argument("--seconds", type=float, default=1.0)
-    parser.add_argument("--cases", nargs="*", default=[c[0] for c in CASES])
+    parser.add_argument("--cases", nargs="*", default=[c[0] for c in cases])
     args = parser.parse_args()
     print(f"JAX {jax.__version__}, numpy {np.__version__}")
     print()
     print("| program | size | gradlift primal | gradlift value+grad | grad/primal | JAX primal | JAX value+grad | gradlift/JAX (value+grad) | gradlift compile | JAX first call |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for name, path, fn, jfn, make, sizes, wrt in CASES:
+    for name, path, fn, jfn, make, sizes, wrt in cases:
         if name not in args.cases:
             continue
         for k, size in enumerate(sizes):
@@ -212,7 +212,7 @@ def main():
                     for key, a, b in zip(wrt, grads, jgrads):
                         err = np.max(np.abs(a.reshape(b.shape) - b)) / max(1.0, np.max(np.abs(b)))
                         assert err <= 1e-9, (name, key, err)
-                gp, gg, gc = gradlift_times(args.gradlift, path, fn, input_file, args.seconds)
+                gp, gg, gc = gradlift_times(args.gradlift, path, fn, input_file, args.seconds, wrt)
             finally:
                 os.unlink(input_file)
             ms = lambda s: f"{s * 1e3:.3f} ms"

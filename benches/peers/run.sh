@@ -5,7 +5,7 @@
 # (target/peers-venv, once), and runs the comparison; arguments are passed
 # on: --quick for the smaller sizes, --modules lse ode, --out FILE.
 # PEERS_SCRIPT names another comparison to run the same way
-# (run_indexed.sh).
+# (run_indexed.sh, run_programs.sh).
 #
 #   benches/peers/run.sh --out target/peers.md
 set -euo pipefail

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""gradlift against JAX on array programs a user writes (benches/peers/programs):
+
+- classifier: a d–h–k tanh classifier with a softmax cross-entropy loss
+  over m rows, the gradient with respect to the weights and biases, at
+  d–h–k = 784–128–10 and m = 32, 256 and 2,048 rows.
+
+Timing and checking as in indexed_vs_jax.py (the same code): gradlift
+through `gradlift bench --at @input.json --json`, JAX jit(value_and_grad)
+with `block_until_ready` inside the timed region, medians; values and
+gradients compared at the first size.
+
+    benches/peers/run_programs.sh [--seconds S] [--cases classifier]
+"""
+
+import sys
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+from indexed_vs_jax import main
+
+
+def classifier(W1, b1, W2, b2, X, Y):
+    hidden = jnp.tanh(X @ W1.T + b1)
+    logits = hidden @ W2.T + b2
+    lse = jax.scipy.special.logsumexp(logits, axis=1)
+    return jnp.mean(lse - jnp.sum(Y * logits, axis=1))
+
+
+def classifier_input(rng, m):
+    d, h, k = 784, 128, 10
+    return {
+        "W1": rng.normal(0, 1 / np.sqrt(d), (h, d)),
+        "b1": rng.normal(0, 0.1, h),
+        "W2": rng.normal(0, 1 / np.sqrt(h), (k, h)),
+        "b2": rng.normal(0, 0.1, k),
+        "X": rng.random((m, d)),
+        "Y": np.eye(k)[rng.integers(0, k, m)],
+    }
+
+
+CASES = [
+    ("classifier", "benches/peers/programs/classifier.grad", "classifier", classifier,
+     classifier_input, [32, 256, 2048], ["W1", "b1", "W2", "b2"]),
+]
+
+
+if __name__ == "__main__":
+    sys.exit(main(CASES))
