@@ -271,6 +271,18 @@ fn fold_ref(a: &[f64], init: Vec<f64>, step: impl Fn(f64, &[f64]) -> Option<Vec<
     acc
 }
 
+/// `reduce (+) 0 acc`, in the lanes of `gradlift_lang::reduce_order`.
+fn sum_in_lanes(acc: &[f64]) -> f64 {
+    gradlift_lang::reduce_order::reduce_in_lanes::<()>(
+        -0.0,
+        0.0,
+        acc.len(),
+        |i| Ok(acc[i]),
+        |s, y| Ok(s + y),
+    )
+    .unwrap()
+}
+
 #[test]
 fn a_fold_keeps_an_array_its_step_leaves_as_it_is() {
     // Most steps leave the accumulator as it is (no copy), some build a
@@ -287,15 +299,7 @@ fn a_fold_keeps_an_array_its_step_leaves_as_it_is() {
     assert_eq!(a, data(300), "the input was written");
     let want = fold_ref(&a, a.clone(), |x, acc| {
         if x > 0.9 {
-            // `reduce (+)` in the lanes of gradlift_lang::reduce_order.
-            let sum = gradlift_lang::reduce_order::reduce_in_lanes::<()>(
-                -0.0,
-                0.0,
-                acc.len(),
-                |i| Ok(acc[i]),
-                |s, y| Ok(s + y),
-            )
-            .unwrap();
+            let sum = sum_in_lanes(&acc);
             Some(acc.iter().map(|y| y * 0.5 + sum * 0.001).collect())
         } else if x < 0.6 {
             Some(a.clone())
@@ -327,15 +331,7 @@ fn a_fold_keeps_an_array_chosen_by_a_bound_branch() {
     let (mut s, mut acc) = (0.0, a.clone());
     for &x in &a {
         if x > 1.0 {
-            // `reduce (+)` in the lanes of gradlift_lang::reduce_order.
-            let sum = gradlift_lang::reduce_order::reduce_in_lanes::<()>(
-                -0.0,
-                0.0,
-                acc.len(),
-                |i| Ok(acc[i]),
-                |s, y| Ok(s + y),
-            )
-            .unwrap();
+            let sum = sum_in_lanes(&acc);
             acc = acc.iter().map(|y| y * 0.5 + sum * 0.001).collect();
             s += x;
         }
