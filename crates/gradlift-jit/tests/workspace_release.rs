@@ -299,7 +299,7 @@ fn a_fold_keeps_an_array_its_step_leaves_as_it_is() {
     assert_eq!(a, data(300), "the input was written");
     let want = fold_ref(&a, a.clone(), |x, acc| {
         if x > 0.9 {
-            let sum = sum_in_lanes(&acc);
+            let sum = sum_in_lanes(acc);
             Some(acc.iter().map(|y| y * 0.5 + sum * 0.001).collect())
         } else if x < 0.6 {
             Some(a.clone())
