@@ -82,7 +82,7 @@ pub fn expand(
     closed: &Closed,
     options: Options,
 ) -> Result<Closed, AdError> {
-    let names = crate::forward::names_of(closed);
+    let names = closed.name_supply();
     let mut typer = Typer::new(&closed.size_vars);
     for (n, t) in closed.context() {
         typer.push(n, t);
@@ -122,7 +122,7 @@ pub fn forward_gradient(
     wrt: &[(Name, Type)],
     options: Options,
 ) -> Result<Expr, AdError> {
-    let mut names = crate::forward::names_of(closed);
+    let mut names = closed.name_supply();
     let span = closed.body.span;
     let mut grads = Vec::new();
     for (p, t) in wrt {

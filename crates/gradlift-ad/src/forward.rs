@@ -56,7 +56,7 @@ pub fn lift_type(t: &Type) -> Type {
 /// value parameter; result `(value, tangent)`.
 pub fn jvp(closed: &Closed) -> Result<Closed, AdError> {
     let mut f = Forward {
-        names: names_of(closed),
+        names: closed.name_supply(),
     };
     let mut params = closed.params.clone();
     let mut joins = Vec::new();
@@ -80,44 +80,6 @@ pub fn jvp(closed: &Closed) -> Result<Closed, AdError> {
         ret: Type::Tuple(vec![closed.ret.clone(), closed.ret.clone()]),
         body,
     })
-}
-
-/// A name supply that gives no name `closed` uses: its parameters, its
-/// size variables, and every name its body reads or binds.
-pub(crate) fn names_of(closed: &Closed) -> NameSupply {
-    let mut names = NameSupply::new();
-    for (n, _) in &closed.params {
-        names.reserve(n);
-    }
-    for n in &closed.size_vars {
-        names.reserve(n);
-    }
-    reserve(&closed.body, &mut names);
-    names
-}
-
-/// Reserves every name `e` reads or binds.
-pub(crate) fn reserve(e: &Expr, names: &mut NameSupply) {
-    let mut todo = vec![e];
-    while let Some(e) = todo.pop() {
-        match &e.kind {
-            ExprKind::Var(n) => names.reserve(n),
-            ExprKind::Let { pat, .. } => {
-                let mut ns = Vec::new();
-                pat.names(&mut ns);
-                ns.iter().for_each(|n| names.reserve(n));
-            }
-            ExprKind::Lambda(ps, _) => {
-                for p in ps {
-                    let mut ns = Vec::new();
-                    p.pat.names(&mut ns);
-                    ns.iter().for_each(|n| names.reserve(n));
-                }
-            }
-            _ => {}
-        }
-        todo.extend(e.children());
-    }
 }
 
 struct Forward {

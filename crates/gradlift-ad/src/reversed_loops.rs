@@ -68,7 +68,7 @@ fn holds(e: &Expr, wanted: &dyn Fn(ArrayOp) -> bool) -> bool {
 
 /// `closed` with every `revfold` written as scans (module documentation).
 pub fn as_scans(closed: &Closed) -> Result<Closed, AdError> {
-    let mut names = crate::forward::names_of(closed);
+    let mut names = closed.name_supply();
     Ok(Closed {
         body: rewrite(&closed.body, &mut names),
         ..closed.clone()

@@ -11,37 +11,11 @@ use gradlift_lang::syntax::*;
 
 /// `closed` with every primitive function argument written as a lambda.
 pub fn expand(closed: &Closed) -> Closed {
-    let mut names = NameSupply::new();
-    for (n, _) in &closed.params {
-        names.reserve(n);
-    }
-    for n in &closed.size_vars {
-        names.reserve(n);
-    }
-    reserve(&closed.body, &mut names);
+    let mut names = closed.name_supply();
     Closed {
         body: expand_expr(&closed.body, &mut names),
         ..closed.clone()
     }
-}
-
-fn reserve(e: &Expr, names: &mut NameSupply) {
-    let mut todo = vec![e];
-    while let Some(e) = todo.pop() {
-        match &e.kind {
-            ExprKind::Var(n) => names.reserve(n),
-            ExprKind::Let { pat, .. } => pattern_names(pat, names),
-            ExprKind::Lambda(ps, _) => ps.iter().for_each(|p| pattern_names(&p.pat, names)),
-            _ => {}
-        }
-        todo.extend(e.children());
-    }
-}
-
-fn pattern_names(p: &Pattern, names: &mut NameSupply) {
-    let mut ns = Vec::new();
-    p.names(&mut ns);
-    ns.iter().for_each(|n| names.reserve(n));
 }
 
 fn expand_expr(e: &Expr, names: &mut NameSupply) -> Expr {

@@ -5,7 +5,8 @@
 //! gradient program, a forward-mode program); the interpreter and the JIT
 //! run them. Its only free variables are its parameters and size variables.
 
-use crate::syntax::{Def, DefParam, Expr, Name, Type};
+use crate::names::NameSupply;
+use crate::syntax::{Def, DefParam, Expr, ExprKind, Name, Type};
 
 /// One definition as a closed term.
 #[derive(Clone, Debug)]
@@ -33,6 +34,31 @@ impl Closed {
             }
         }
         ctx
+    }
+
+    /// A name supply that gives no name this term uses: its parameters,
+    /// its size variables, and every name its body reads or binds.
+    pub fn name_supply(&self) -> NameSupply {
+        let mut names = NameSupply::new();
+        for (n, _) in &self.params {
+            names.reserve(n);
+        }
+        for n in &self.size_vars {
+            names.reserve(n);
+        }
+        let mut todo = vec![&self.body];
+        let mut bound = Vec::new();
+        while let Some(e) = todo.pop() {
+            match &e.kind {
+                ExprKind::Var(n) => names.reserve(n),
+                ExprKind::Let { pat, .. } => pat.names(&mut bound),
+                ExprKind::Lambda(ps, _) => ps.iter().for_each(|p| p.pat.names(&mut bound)),
+                _ => {}
+            }
+            bound.drain(..).for_each(|n| names.reserve(&n));
+            todo.extend(e.children());
+        }
+        names
     }
 
     /// `def name(params) -> ret = body`, which prints as text the parser

@@ -3,7 +3,7 @@
 //! native code), so that they agree bit for bit.
 //!
 //! `reduce F z A` requires `F` associative with unit `z` (docs/language.md
-//! §5), so any grouping is legal. For a `reduce` of reals whose operator is
+//! §4), so any grouping is legal. For a `reduce` of reals whose operator is
 //! one of the commutative primitives of [`lane_identity`] — `(+)`, `(*)`,
 //! `max`, `min`, written as the primitive or as `(a, b. a op b)` — the
 //! grouping is fixed as [`LANES`] interleaved lanes, so that the additions
