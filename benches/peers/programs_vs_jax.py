@@ -3,7 +3,9 @@
 
 - classifier: a d–h–k tanh classifier with a softmax cross-entropy loss
   over m rows, the gradient with respect to the weights and biases, at
-  d–h–k = 784–128–10 and m = 32, 256 and 2,048 rows.
+  d–h–k = 784–128–10 and m = 32, 256 and 2,048 rows;
+- classifier_matmul: the same loss with each layer one `matmul` over all
+  rows, as JAX's is written.
 
 Timing and checking as in indexed_vs_jax.py (the same code): gradlift
 through `gradlift bench --at @input.json --json`, JAX jit(value_and_grad)
@@ -45,6 +47,8 @@ def classifier_input(rng, m):
 CASES = [
     ("classifier", "benches/peers/programs/classifier.grad", "classifier", classifier,
      classifier_input, [32, 256, 2048], ["W1", "b1", "W2", "b2"]),
+    ("classifier_matmul", "benches/peers/programs/classifier_matmul.grad", "classifier",
+     classifier, classifier_input, [32, 256, 2048], ["W1", "b1", "W2", "b2"]),
 ]
 
 

@@ -428,6 +428,26 @@ impl Coster {
                         .plus(&self.cost(&args[1])?)
                 }
                 Builtin::Gather => self.builtin_moves(e)?.plus(&self.all(args)?),
+                // `m·n` results, each `k` products summed: as the loop
+                // `map (a. map (b. reduce (+) 0 (map2 (*) a b)) Bᵀ) A`.
+                Builtin::MatMul => {
+                    let m = self.length(&args[1])?;
+                    let k = self.length(&args[2])?;
+                    let n = match self.typer.infer(e) {
+                        Ok(Type::Array(row, _)) => match *row {
+                            Type::Array(_, n) => Poly::size(&n),
+                            _ => Poly::constant(1.0),
+                        },
+                        _ => Poly::constant(1.0),
+                    };
+                    let results = m.times(&n);
+                    let products = results.times(&k);
+                    Cost(
+                        [results, products.clone(), products, Poly::default()],
+                        Default::default(),
+                    )
+                    .plus(&self.all(&args[1..])?)
+                }
                 // The bins copied from `dest`, then per value one `op` on
                 // each of its scalars and a move of its index.
                 Builtin::ReduceByIndex(p) => {

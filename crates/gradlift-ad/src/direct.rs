@@ -900,10 +900,7 @@ impl Deriver {
     ) -> AdResult<(Expr, Type)> {
         // Size arguments stay size expressions (over size variables and
         // `len` of atoms); the others become atoms.
-        let size_first = matches!(
-            b,
-            Builtin::Iota | Builtin::Replicate | Builtin::Take | Builtin::Drop | Builtin::Transpose
-        );
+        let size_first = b.size_first();
         let mut atoms = Vec::new();
         let mut vals = Vec::new();
         for (i, a) in args.iter().enumerate() {

@@ -159,6 +159,52 @@ impl Forward {
     /// each bin from the rules the reverse mode uses
     /// (`rules/histogram.rs`): an extremum's is its first winner's, a
     /// product's `Σ ∂(bin)/∂x · ẋ` over its contributors.
+    /// `D(matmul(A, B))` for lifted matrices `a` and `b`: the values'
+    /// product, and the tangent `Ȧ·B + A·Ḃ` as two products (a zero
+    /// tangent times an infinite value is NaN here, unlike the guarded
+    /// element-wise rules: the kernel has no guard), paired element by
+    /// element.
+    fn matmul(&mut self, n: Expr, a: Expr, b: Expr) -> Expr {
+        let mut binds = Vec::new();
+        let mut bind = |f: &mut Self, hint: &str, e: Expr| {
+            let x = f.names.fresh(hint);
+            binds.push((pvar(&x), e));
+            var(&x)
+        };
+        let (a, b) = (bind(self, "a", a), bind(self, "b", b));
+        // The values (`part` 0) or the tangents (1) of a lifted matrix.
+        let part = |f: &mut Self, m: &Expr, k: usize| {
+            let (row, x) = (f.names.fresh("row"), f.names.fresh("x"));
+            map1(&row, map1(&x, proj(var(&x), k), var(&row)), m.clone())
+        };
+        let (av, at) = (part(self, &a, 0), part(self, &a, 1));
+        let (bv, bt) = (part(self, &b, 0), part(self, &b, 1));
+        let (av, at) = (bind(self, "av", av), bind(self, "at", at));
+        let (bv, bt) = (bind(self, "bv", bv), bind(self, "bt", bt));
+        let product =
+            |x: &Expr, y: &Expr| builtin(Builtin::MatMul, vec![n.clone(), x.clone(), y.clone()]);
+        let c = bind(self, "c", product(&av, &bv));
+        let (ct1, ct2) = (product(&at, &bv), product(&av, &bt));
+        let (ct1, ct2) = (bind(self, "ct", ct1), bind(self, "ct", ct2));
+        // Row by row, element by element: `(c, ct1 + ct2)`.
+        let rows = |f: &mut Self, x: &Expr, y: &Expr, element: &dyn Fn(Expr, Expr) -> Expr| {
+            let [r1, r2, x1, x2] = ["r", "r", "x", "x"].map(|h| f.names.fresh(h));
+            let element = lambda(vec![pvar(&x1), pvar(&x2)], element(var(&x1), var(&x2)));
+            let row = lambda(
+                vec![pvar(&r1), pvar(&r2)],
+                array_op(ArrayOp::Map2, element, vec![var(&r1), var(&r2)]),
+            );
+            array_op(ArrayOp::Map2, row, vec![x.clone(), y.clone()])
+        };
+        let ct = rows(self, &ct1, &ct2, &add);
+        let ct = bind(self, "ct", ct);
+        let mut out = rows(self, &c, &ct, &|x, t| tuple(vec![x, t]));
+        for (p, v) in binds.into_iter().rev() {
+            out = let_in(p, v, out);
+        }
+        out
+    }
+
     fn reduce_by_index(&mut self, op: gradlift_lang::Prim, args: Vec<Expr>) -> Expr {
         use crate::rules::histogram::*;
         use gradlift_lang::Prim;
@@ -357,6 +403,11 @@ impl Forward {
                 // form of a size so that it stays one once simplified.
                 Builtin::Replicate | Builtin::Take | Builtin::Drop | Builtin::Transpose => {
                     builtin(*b, vec![self.size(&args[0])?, self.expr(&args[1])?])
+                }
+                Builtin::MatMul => {
+                    let n = self.size(&args[0])?;
+                    let (a, b) = (self.expr(&args[1])?, self.expr(&args[2])?);
+                    self.matmul(n, a, b)
                 }
                 // On lifted values `+` adds values and tangents alike; the
                 // other operators need a rule of their own.

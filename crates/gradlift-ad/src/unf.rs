@@ -212,15 +212,7 @@ impl Compiler {
             ExprKind::ArrayLit(es) => self.args_then(es, OpKind::ArrayLit),
             ExprKind::Index(x, k) => self.args_then(std::slice::from_ref(x), OpKind::Index(*k)),
             ExprKind::Builtin(b, args) => {
-                let sized = matches!(
-                    b,
-                    Builtin::Iota
-                        | Builtin::Replicate
-                        | Builtin::Take
-                        | Builtin::Drop
-                        | Builtin::Transpose
-                );
-                let (sizes, rest) = if sized {
+                let (sizes, rest) = if b.size_first() {
                     args.split_at(1)
                 } else {
                     args.split_at(0)
@@ -623,6 +615,7 @@ fn parse_kind(kind: &str) -> Result<OpKind, String> {
         Builtin::Get,
         Builtin::Gather,
         Builtin::Transpose,
+        Builtin::MatMul,
     ];
     if let Some(b) = builtins.into_iter().find(|b| b.name() == word) {
         let sizes = if rest.trim().is_empty() {

@@ -223,6 +223,11 @@ pub(crate) struct Limits {
     /// going after that many stops the program with an error.
     #[arg(long, value_name = "STEPS", default_value_t = gradlift::lang::interp::DEFAULT_MAX_ITERATIONS)]
     max_iterations: u64,
+    /// The threads native matrix products (`matmul`) run on (default: the
+    /// cores of this machine). The results are the same bits for any
+    /// count; 1 runs everything on the calling thread.
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
 }
 
 impl Limits {
@@ -473,8 +478,13 @@ enum Engine {
 pub(crate) fn jit(limits: &Limits) -> Result<gradlift::Jit, String> {
     gradlift::Jit::new()
         .map(|jit| {
-            jit.max_workspace(limits.max_workspace)
-                .max_iterations(limits.max_iterations)
+            let jit = jit
+                .max_workspace(limits.max_workspace)
+                .max_iterations(limits.max_iterations);
+            match limits.threads {
+                Some(n) => jit.threads(n),
+                None => jit,
+            }
         })
         .map_err(|e| format!("error: {e}"))
 }
@@ -766,6 +776,7 @@ fn emit(a: EmitArgs) -> Result<(), String> {
         None => jit(&Limits {
             max_workspace: gradlift::jit::DEFAULT_MAX_WORKSPACE,
             max_iterations: gradlift::lang::interp::DEFAULT_MAX_ITERATIONS,
+            threads: None,
         }),
     };
     let gradient = || {

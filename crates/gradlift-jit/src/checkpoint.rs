@@ -4,8 +4,8 @@
 //! `@checkpoint(…) revfold VJP STEP v A z f` runs the schedule of
 //! [`gradlift_lang::schedule`]: the machine's state lives in the workspace
 //! and native code asks the runtime for one action at a time
-//! ([`schedule_start`], [`schedule_next`], the only functions generated
-//! code calls besides the `libm` shims). The current state, the cotangent
+//! ([`schedule_start`], [`schedule_next`], runtime functions of
+//! `runtime.rs`). The current state, the cotangent
 //! of the state and the accumulator are [`Carried`] values; snapshots are
 //! `slots` rows of the state's layout; the elements' cotangents are written
 //! to the result array at their step.
@@ -21,16 +21,9 @@ use crate::values::{load, ArrayVal, Shape, Values};
 use crate::workspace::Bytes;
 use crate::JitError;
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, FuncRef, InstBuilder, Value};
+use cranelift_codegen::ir::{types, InstBuilder, Value};
 use gradlift_lang::schedule::{Machine, Schedule};
 use gradlift_lang::syntax::{Expr, Param, Type};
-
-/// The runtime functions generated code imports: their symbols and
-/// addresses.
-pub(crate) const RUNTIME: [(&str, *const u8); 2] = [
-    ("gradlift_schedule_start", schedule_start as *const u8),
-    ("gradlift_schedule_next", schedule_next as *const u8),
-];
 
 /// Starts a schedule (`kind` 0: every `param` steps, 1: binomial with
 /// `param` slots) for `n` steps in the `words`-word buffer `buf`.
@@ -288,7 +281,12 @@ impl Translator<'_, '_> {
     /// The binomial schedule: the machine of [`gradlift_lang::schedule`]
     /// in the workspace, asked for one action at a time.
     fn binomial(&mut self, r: &Reversal, c: i64) -> Result<(), JitError> {
-        let Some((start_fn, next_fn)) = self.runtime else {
+        let Some(crate::runtime::Runtime {
+            schedule_start: start_fn,
+            schedule_next: next_fn,
+            ..
+        }) = self.runtime
+        else {
             return unsupported(
                 "a loop on a binomial checkpoint schedule outside the JIT (it calls the runtime)",
             );
@@ -446,22 +444,3 @@ struct Reversal<'e> {
     cot: Carried,
     acc: Carried,
 }
-
-/// Imports the runtime functions into a function (start, next).
-pub(crate) fn runtime_signatures(
-    call_conv: cranelift_codegen::isa::CallConv,
-) -> [cranelift_codegen::ir::Signature; 2] {
-    use cranelift_codegen::ir::{AbiParam, Signature};
-    let mut start = Signature::new(call_conv);
-    for _ in 0..5 {
-        start.params.push(AbiParam::new(types::I64));
-    }
-    let mut next = Signature::new(call_conv);
-    for _ in 0..3 {
-        next.params.push(AbiParam::new(types::I64));
-    }
-    [start, next]
-}
-
-/// The imported runtime functions of one function.
-pub(crate) type Runtime = Option<(FuncRef, FuncRef)>;

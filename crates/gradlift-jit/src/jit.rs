@@ -29,6 +29,20 @@ use std::sync::{Arc, Mutex};
 /// bytes, unless [`Jit::max_workspace`] says otherwise: 4 GiB.
 pub const DEFAULT_MAX_WORKSPACE: u64 = 1 << 32;
 
+/// The cores of this machine (1 when unknown).
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Whether `e` multiplies matrices.
+fn uses_matmul(e: &gradlift_lang::syntax::Expr) -> bool {
+    use gradlift_lang::syntax::{Builtin, ExprKind};
+    gradlift_lang::deep::guard(|| {
+        matches!(e.kind, ExprKind::Builtin(Builtin::MatMul, _))
+            || e.children().into_iter().any(uses_matmul)
+    })
+}
+
 /// A compiler to native code: for the host (it runs what it compiles), or,
 /// from [`Jit::for_target`], for another target (it prints and writes
 /// object files only).
@@ -38,6 +52,8 @@ pub struct Jit {
     host: bool,
     max_workspace: u64,
     max_iterations: u64,
+    threads: usize,
+    pool: std::sync::OnceLock<Arc<rayon::ThreadPool>>,
 }
 
 /// Cranelift's settings for every target: `opt_level=speed`, its own
@@ -76,6 +92,8 @@ impl Jit {
             host: true,
             max_workspace: DEFAULT_MAX_WORKSPACE,
             max_iterations: gradlift_lang::interp::DEFAULT_MAX_ITERATIONS,
+            threads: default_threads(),
+            pool: Default::default(),
         })
     }
 
@@ -99,6 +117,8 @@ impl Jit {
             host: false,
             max_workspace: DEFAULT_MAX_WORKSPACE,
             max_iterations: gradlift_lang::interp::DEFAULT_MAX_ITERATIONS,
+            threads: default_threads(),
+            pool: Default::default(),
         })
     }
 
@@ -132,6 +152,32 @@ impl Jit {
         self
     }
 
+    /// The threads the matrix products (`matmul`) of the functions compiled
+    /// from now on run on: a pool of `n` threads owned by this `Jit`,
+    /// created when it first compiles a product (default: the cores of
+    /// this machine; 0 is taken as 1). With 1, products run on the calling
+    /// thread. The results are the same bits for any `n` (the kernel
+    /// splits the result, not the sums), and a compiled function is safe to
+    /// call from many threads at once either way.
+    pub fn threads(mut self, n: usize) -> Jit {
+        self.threads = n.max(1);
+        self.pool = Default::default();
+        self
+    }
+
+    /// The thread pool of the products, created on first use.
+    fn pool(&self) -> Result<Arc<rayon::ThreadPool>, JitError> {
+        if let Some(p) = self.pool.get() {
+            return Ok(p.clone());
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(self.threads)
+            .thread_name(|i| format!("gradlift-{i}"))
+            .build()
+            .map_err(|e| JitError::Codegen(format!("starting {} threads: {e}", self.threads)))?;
+        Ok(self.pool.get_or_init(|| Arc::new(pool)).clone())
+    }
+
     /// The iteration limit of the functions it compiles.
     pub fn iteration_limit(&self) -> u64 {
         self.max_iterations
@@ -153,7 +199,7 @@ impl Jit {
     /// instructions comes from as a `;` comment above it.
     pub fn clif(&self, closed: &Closed) -> Result<String, JitError> {
         let mut module = self.object_module()?;
-        let (ctx, labels, _) = self.lower(&mut module, closed, true, true, true)?;
+        let (ctx, labels, _) = self.lower(&mut module, closed, true, true, Some(0))?;
         let labels = labels.unwrap_or_default();
         Ok(format!(
             "; {}: {}\n{}",
@@ -167,7 +213,7 @@ impl Jit {
     /// register allocation (its own printer of the instructions it emits).
     pub fn asm(&self, closed: &Closed) -> Result<String, JitError> {
         let mut module = self.object_module()?;
-        let (mut ctx, _, _) = self.lower(&mut module, closed, false, true, true)?;
+        let (mut ctx, _, _) = self.lower(&mut module, closed, false, true, Some(0))?;
         ctx.set_disasm(true);
         let code = ctx
             .compile(&*self.isa, &mut Default::default())
@@ -190,7 +236,7 @@ impl Jit {
         let mut module = self.object_module()?;
         define_exp_data(&mut module)?;
         for closed in functions {
-            let (mut ctx, _, bound) = self.lower(&mut module, closed, false, true, false)?;
+            let (mut ctx, _, bound) = self.lower(&mut module, closed, false, true, None)?;
             let id = module
                 .declare_function(&closed.name, Linkage::Export, &ctx.func.signature)
                 .map_err(|e| JitError::Codegen(e.to_string()))?;
@@ -264,7 +310,7 @@ impl Jit {
                 builder.symbol(symbol, shim.address());
             }
         }
-        for (name, ptr) in crate::checkpoint::RUNTIME {
+        for (name, ptr) in crate::runtime::RUNTIME {
             builder.symbol(name, ptr);
         }
         builder.symbol(
@@ -277,14 +323,15 @@ impl Jit {
     /// Lowers `closed` into a context of `module` (with the labels of its
     /// terms when `labels`). The libm functions are imported by the names
     /// `module` resolves: the JIT's shims, or (`c_names`) the C library's;
-    /// the schedule functions of binomial checkpointing when `runtime`.
+    /// the runtime's functions (`runtime.rs`) when `runtime` gives the
+    /// address of the thread pool (0 for none).
     fn lower<M: Module>(
         &self,
         module: &mut M,
         closed: &Closed,
         labels: bool,
         c_names: bool,
-        runtime: bool,
+        runtime: Option<i64>,
     ) -> Result<(Context, Option<Labels>, WorkspaceBound), JitError> {
         let closed = &crate::eta::expand(closed);
         let mut ctx = module.make_context();
@@ -346,23 +393,20 @@ impl Jit {
         } else {
             None
         };
-        // The schedule of binomial checkpointing runs in this process's
-        // runtime: an object file has none to link against (the printed
-        // stages show the imports).
+        // The schedule of binomial checkpointing and the matrix kernel run
+        // in this process's runtime: an object file has none to link
+        // against (the printed stages show the imports).
         let mut imports = Vec::new();
-        if runtime {
-            let sigs = crate::checkpoint::runtime_signatures(module.isa().default_call_conv());
-            for ((name, _), sig) in crate::checkpoint::RUNTIME.iter().zip(sigs) {
+        if runtime.is_some() {
+            let sigs = crate::runtime::signatures(module.isa().default_call_conv());
+            for ((name, _), sig) in crate::runtime::RUNTIME.iter().zip(sigs) {
                 let id = module
                     .declare_function(name, Linkage::Import, &sig)
                     .map_err(|e| JitError::Codegen(e.to_string()))?;
                 imports.push(module.declare_func_in_func(id, b.func));
             }
         }
-        let runtime = match imports[..] {
-            [start, next] => Some((start, next)),
-            _ => None,
-        };
+        let runtime = crate::runtime::Runtime::new(&imports, runtime.unwrap_or(0));
         let (labels, bound) = lower_function(
             &mut b,
             closed,
@@ -389,7 +433,14 @@ impl Jit {
             )));
         }
         let mut module = self.module();
-        let (mut ctx, _, bound) = self.lower(&mut module, closed, false, false, true)?;
+        // The pool exists once a function of this `Jit` multiplies
+        // matrices, and lives as long as any of them.
+        let pool = match self.threads > 1 && uses_matmul(&closed.body) {
+            true => Some(self.pool()?),
+            false => None,
+        };
+        let address = pool.as_ref().map_or(0, |p| Arc::as_ptr(p) as i64);
+        let (mut ctx, _, bound) = self.lower(&mut module, closed, false, false, Some(address))?;
         let id = module
             .declare_function(&closed.name, Linkage::Export, &ctx.func.signature)
             .map_err(|e| JitError::Codegen(e.to_string()))?;
@@ -415,6 +466,7 @@ impl Jit {
             bound,
             max_workspace: self.max_workspace,
             pool: Mutex::new(Vec::new()),
+            _threads: pool,
         })
     }
 }
@@ -506,6 +558,9 @@ pub struct Compiled {
     /// The largest workspace the safe calls allocate, in bytes.
     max_workspace: u64,
     pool: Mutex<Vec<Workspace>>,
+    /// The thread pool the code's matrix products run on, whose address
+    /// the code holds.
+    _threads: Option<Arc<rayon::ThreadPool>>,
 }
 
 impl Compiled {

@@ -28,6 +28,7 @@ mod jit;
 mod layout;
 mod lower;
 mod prims;
+mod runtime;
 mod sizes;
 mod values;
 mod workspace;

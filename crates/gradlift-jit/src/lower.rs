@@ -61,7 +61,7 @@ pub(crate) struct Translator<'a, 'f> {
     pub exp_table: Option<GlobalValue>,
     /// The imported schedule functions of checkpointed loops (start,
     /// next), where the code runs in this process.
-    pub runtime: crate::checkpoint::Runtime,
+    pub runtime: Option<crate::runtime::Runtime>,
     /// The most steps a `while` loop takes before the call fails.
     pub max_iterations: u64,
     /// Labels of the terms instructions come from, when asked for
@@ -150,7 +150,7 @@ pub(crate) fn lower_function(
     calls: HashMap<gradlift_lang::Prim, FuncRef>,
     exp_table: Option<GlobalValue>,
     labels: bool,
-    runtime: crate::checkpoint::Runtime,
+    runtime: Option<crate::runtime::Runtime>,
     max_iterations: u64,
 ) -> Result<(Option<Labels>, crate::workspace::WorkspaceBound), JitError> {
     let entry = b.create_block();

@@ -159,6 +159,40 @@ fn array<'v>(v: &'v Value, what: &str, span: Span) -> EResult<&'v Arc<[Value]>> 
     }
 }
 
+/// A matrix of reals, its rows contiguous: (rows, columns, elements). The
+/// columns are `columns` when given (the count a matrix of no rows has),
+/// else the first row's length.
+fn matrix(
+    v: &Value,
+    columns: Option<usize>,
+    what: &str,
+    span: Span,
+) -> EResult<(usize, usize, Vec<f64>)> {
+    let rows = array(v, what, span)?;
+    let c = match (columns, rows.first()) {
+        (Some(c), _) => c,
+        (None, Some(row)) => array(row, what, span)?.len(),
+        (None, None) => 0,
+    };
+    let mut out = Vec::with_capacity(rows.len() * c);
+    for row in rows.iter() {
+        let row = array(row, what, span)?;
+        if row.len() != c {
+            return at(
+                format!(
+                    "{what}: a row of {} elements in a matrix of {c} columns",
+                    row.len()
+                ),
+                span,
+            );
+        }
+        for x in row.iter() {
+            out.push(real(x, what, span)?);
+        }
+    }
+    Ok((rows.len(), c, out))
+}
+
 fn int(v: &Value, what: &str, span: Span) -> EResult<i64> {
     match v {
         Value::Int(k) => Ok(*k),
@@ -846,6 +880,32 @@ impl Interpreter<'_> {
                 }
                 Ok(Value::array(
                     columns.into_iter().map(Value::array).collect(),
+                ))
+            }
+            Builtin::MatMul => {
+                let limit = self.limits.max_array_len;
+                let n = count(&vs[0], limit, "`matmul`", span)?;
+                let a = matrix(&vs[1], None, "the first matrix of `matmul`", span)?;
+                let b = matrix(&vs[2], Some(n), "the second matrix of `matmul`", span)?;
+                // A first matrix of no rows has as many columns as needed.
+                let k = if a.0 == 0 { b.0 } else { a.1 };
+                if b.0 != k {
+                    return at(
+                        format!(
+                            "`matmul` of a matrix of {k} columns and a matrix of {} rows",
+                            b.0
+                        ),
+                        span,
+                    );
+                }
+                let m = a.0;
+                self.allocate(m * n, span)?;
+                let mut c = vec![0.0; m * n];
+                crate::kernels::matmul(m, k, n, &a.2, &b.2, &mut c);
+                Ok(Value::array(
+                    (0..m)
+                        .map(|i| Value::reals(&c[i * n..(i + 1) * n]))
+                        .collect(),
                 ))
             }
             Builtin::ReduceByIndex(p) => {

@@ -78,6 +78,7 @@ pub const KEYWORDS: &[&str] = &[
     "gather",
     "reduce_by_index",
     "transpose",
+    "matmul",
     "grad",
     "vjp",
     "jvp",

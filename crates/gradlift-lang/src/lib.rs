@@ -16,6 +16,7 @@ pub mod deep;
 pub mod exp;
 pub mod gamma;
 pub mod interp;
+pub mod kernels;
 pub mod lexer;
 pub mod names;
 pub mod parser;

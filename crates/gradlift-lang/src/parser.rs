@@ -821,6 +821,7 @@ impl Parser {
                             | "gather"
                             | "reduce_by_index"
                             | "transpose"
+                            | "matmul"
                     )
                     || Derivative::from_name(s).is_some()
             }
@@ -1000,6 +1001,19 @@ impl Parser {
                 return Err(arity_error("transpose", 1, args.len(), span));
             }
             return Ok(Expr::new(ExprKind::Builtin(Builtin::Transpose, args), span));
+        }
+        if s == "matmul" {
+            // The count of the result's columns is added by the type checker.
+            self.bump();
+            if !self.is_punct("(") {
+                return self.expected("`(` after `matmul`");
+            }
+            let args = self.call_args()?;
+            let span = start.to(self.prev_span());
+            if args.len() != 2 {
+                return Err(arity_error("matmul", 2, args.len(), span));
+            }
+            return Ok(Expr::new(ExprKind::Builtin(Builtin::MatMul, args), span));
         }
         if s == "reduce_by_index" {
             return self.reduce_by_index(start);

@@ -310,6 +310,14 @@ impl Printer {
                 self.expr(args.last().expect("a matrix"), LEVEL_OPEN);
                 self.out.push(')');
             }
+            // The count of columns is the type's: not written.
+            ExprKind::Builtin(Builtin::MatMul, args) => {
+                self.out.push_str("matmul(");
+                self.expr(&args[args.len() - 2], LEVEL_OPEN);
+                self.out.push_str(", ");
+                self.expr(&args[args.len() - 1], LEVEL_OPEN);
+                self.out.push(')');
+            }
             ExprKind::Builtin(b, args) => {
                 self.out.push_str(b.name());
                 if b.is_juxtaposed() {

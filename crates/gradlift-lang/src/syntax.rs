@@ -362,6 +362,13 @@ pub enum Builtin {
     /// `[c, M]` (the count of columns, a size the type checker adds, so
     /// that a matrix of no rows has its c empty columns): `[[T; r]; c]`.
     Transpose,
+    /// `matmul(A, B)` for `A : [[R; k]; m]`, `B : [[R; n]; k]`, written
+    /// with the arguments `[n, A, B]` (the count of columns of the result,
+    /// a size the type checker adds, so that a product with `k = 0` has
+    /// its `n` columns of zeros): the matrix product `[[R; n]; m]`,
+    /// `C[i][j] = Σₗ A[i][l]·B[l][j]`, computed by the matrix kernel of
+    /// [`crate::kernels`] in its order of summation, in every engine.
+    MatMul,
 }
 
 impl Builtin {
@@ -380,6 +387,7 @@ impl Builtin {
             Builtin::Gather => "gather",
             Builtin::ReduceByIndex(_) => "reduce_by_index",
             Builtin::Transpose => "transpose",
+            Builtin::MatMul => "matmul",
         }
     }
 
@@ -398,9 +406,24 @@ impl Builtin {
             | Builtin::Get
             | Builtin::Gather
             | Builtin::Transpose => 2,
-            Builtin::ReduceByIndex(_) => 3,
+            Builtin::ReduceByIndex(_) | Builtin::MatMul => 3,
             _ => 1,
         }
+    }
+
+    /// Whether its first argument is a size expression (a count the
+    /// program gives, or one the type checker adds): it is never
+    /// differentiated and stays a size through every pass.
+    pub fn size_first(self) -> bool {
+        matches!(
+            self,
+            Builtin::Iota
+                | Builtin::Replicate
+                | Builtin::Take
+                | Builtin::Drop
+                | Builtin::Transpose
+                | Builtin::MatMul
+        )
     }
 
     /// Whether it is written with juxtaposition (`shift1L A`) rather than as

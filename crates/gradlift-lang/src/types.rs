@@ -685,7 +685,13 @@ fn elaborate(e: &Expr, fixes: &Fixes) -> Expr {
                     args.insert(0, crate::build::size(c));
                     Expr::new(ExprKind::Builtin(Builtin::Transpose, args), e.span)
                 }
-                (Fix::Columns(_), _) => unreachable!("columns are fixed on a transpose"),
+                (Fix::Columns(c), ExprKind::Builtin(Builtin::MatMul, mut args)) => {
+                    args.insert(0, crate::build::size(c));
+                    Expr::new(ExprKind::Builtin(Builtin::MatMul, args), e.span)
+                }
+                (Fix::Columns(_), _) => {
+                    unreachable!("columns are fixed on a transpose or a matmul")
+                }
                 (Fix::Unzip(k), ExprKind::Apply(_, mut args)) => {
                     use crate::build::{let_in, map1, proj, pvar, tuple, var};
                     let a = args.pop().expect("one array");
@@ -846,7 +852,7 @@ impl Checker<'_> {
                     Fix::Real | Fix::Int(_) => "a literal whose type is not decided",
                     Fix::ToReal => "an integer where a real is needed, without `real(…)`",
                     Fix::Prim(_) => "a real operation applied to integers",
-                    Fix::Columns(_) => "a `transpose` without its count of columns",
+                    Fix::Columns(_) => "a `transpose` or `matmul` without its count of columns",
                     Fix::Unzip(_) => "`unzip`, which only a program written by hand may call",
                     Fix::Lift { .. } => {
                         "a call applied element by element, which only a program written by hand may make"
@@ -917,6 +923,23 @@ impl Checker<'_> {
             Type::Array(t, n) => Ok((*t, n)),
             other => invalid(
                 format!("{context}: expected an array, found `{other}`"),
+                e.span,
+            ),
+        }
+    }
+
+    /// The rows and columns of a matrix of reals.
+    fn real_matrix(&mut self, e: &Expr, context: &str) -> TResult<(Size, Size)> {
+        match self.value(e)? {
+            Type::Array(row, m) => match *row {
+                Type::Array(elem, n) if *elem == Type::Real => Ok((m, n)),
+                row => invalid(
+                    format!("{context}: expected a matrix of reals `[[R; n]; m]`, found rows of type `{row}`"),
+                    e.span,
+                ),
+            },
+            other => invalid(
+                format!("{context}: expected a matrix of reals `[[R; n]; m]`, found `{other}`"),
                 e.span,
             ),
         }
@@ -1910,6 +1933,34 @@ impl Checker<'_> {
                     }
                 }
                 Ok(Type::array(Type::array(*elem, r), c))
+            }
+            Builtin::MatMul => {
+                let [.., a, b] = args else {
+                    unreachable!("matmul has two matrices")
+                };
+                let (m, k) = self.real_matrix(a, "the first matrix of `matmul`")?;
+                let (k2, n) = self.real_matrix(b, "the second matrix of `matmul`")?;
+                if k != k2 {
+                    return invalid(
+                        format!(
+                            "`matmul` of a matrix of `{k}` columns and a matrix of `{k2}` rows: the two must be equal"
+                        ),
+                        e.span,
+                    );
+                }
+                if args.len() == 2 {
+                    // As written: the count of columns is the type's.
+                    self.fix(e, Fix::Columns(n.clone()))?;
+                } else {
+                    let c = self.count(&args[0], "the columns of `matmul`")?;
+                    if c != n {
+                        return invalid(
+                            format!("`matmul` with a second matrix of `{n}` columns given the count `{c}`"),
+                            args[0].span,
+                        );
+                    }
+                }
+                Ok(Type::array(Type::array(Type::Real, n), m))
             }
             Builtin::ReduceByIndex(p) => {
                 let (t, k) = self.array(&args[0], "the bins of `reduce_by_index`")?;

@@ -6,6 +6,7 @@
 //! | `r = A[k]`, `A : [T; n]` | `Ā += map (i. if i == k then Z else 0_T) (iota(n))` (`k < 0` counts from the end; integer comparison) |
 //! | `r = A[i]`, `i` computed | `Ā += Z at i`: a sparse cotangent ([`Adj::Sparse`]), one `reduce_by_index` when it becomes a term |
 //! | `r = transpose(c, M)` | `M̄ += transpose(len(M), Z)` |
+//! | `r = matmul(n, A, B)` | `Ā += matmul(len(B), Z, transpose(n, B))`, `B̄ += matmul(n, transpose(len(B), A), Z)` |
 //! | `r = replicate(n, e)` | `ē += reduce (+̂) 0 Z` |
 //! | `r = concat(A, B)` | `Ā += take(len(A), Z)`, `B̄ += drop(len(A), Z)` |
 //! | `r = take(k, A)` | `Ā += concat(Z, drop(k, ZerosLike(A)))` |
@@ -153,6 +154,29 @@ impl Deriver {
                     &m,
                     &mt,
                     Adj::Val(builtin(Builtin::Transpose, vec![rows, z])),
+                );
+            }
+            // `C = matmul(n, A, B)`, `A : [[R; k]; m]`, `B : [[R; n]; k]`:
+            // `Ā += matmul(k, Z, Bᵀ)`, `B̄ += matmul(n, Aᵀ, Z)`, with
+            // `k = len(B)` (also when `A` has no rows).
+            Builtin::MatMul => {
+                let n = args[0].0.clone();
+                let (a, at) = args[1].clone();
+                let (bm, bt) = args[2].clone();
+                let k = builtin(Builtin::Len, vec![bm.clone()]);
+                let b_t = builtin(Builtin::Transpose, vec![n.clone(), bm.clone()]);
+                let a_t = builtin(Builtin::Transpose, vec![k.clone(), a.clone()]);
+                self.add(
+                    sw,
+                    &a,
+                    &at,
+                    Adj::Val(builtin(Builtin::MatMul, vec![k, z.clone(), b_t])),
+                );
+                self.add(
+                    sw,
+                    &bm,
+                    &bt,
+                    Adj::Val(builtin(Builtin::MatMul, vec![n, a_t, z])),
                 );
             }
             Builtin::Get | Builtin::Gather | Builtin::ReduceByIndex(_) => {

@@ -178,11 +178,7 @@ pub(super) fn is_atom(e: &Expr) -> bool {
 /// Whether argument `i` of built-in `b` is a size expression (it must stay
 /// one: never bound by `let`, never replaced by a variable).
 pub(super) fn is_size_arg(b: Builtin, i: usize) -> bool {
-    i == 0
-        && matches!(
-            b,
-            Builtin::Iota | Builtin::Replicate | Builtin::Take | Builtin::Drop | Builtin::Transpose
-        )
+    i == 0 && b.size_first()
 }
 
 /// Whether a real primitive is commutative bit for bit (`a + b` and
@@ -251,7 +247,7 @@ pub(super) fn length_of(e: &Expr) -> Option<(Name, i64)> {
         ExprKind::Builtin(Builtin::Shift1L | Builtin::Shift1R, xs) => {
             length_of(&xs[0]).map(|(x, k)| (x, k - 1))
         }
-        ExprKind::Builtin(Builtin::Gather, xs) => length_of(&xs[1]),
+        ExprKind::Builtin(Builtin::Gather | Builtin::MatMul, xs) => length_of(&xs[1]),
         ExprKind::Builtin(Builtin::ReduceByIndex(_), xs) => length_of(&xs[0]),
         _ => None,
     })

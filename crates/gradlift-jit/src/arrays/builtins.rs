@@ -107,6 +107,7 @@ impl Translator<'_, '_> {
             }
             Builtin::Gather => self.gather(args),
             Builtin::Transpose => self.transpose(args),
+            Builtin::MatMul => self.matmul(args),
             Builtin::ReduceByIndex(op) => self.reduce_by_index(op, args),
         }
     }
@@ -189,6 +190,55 @@ impl Translator<'_, '_> {
         Ok(Values::Array(ArrayVal {
             ptr,
             len: c,
+            elem: out_elem,
+        }))
+    }
+
+    /// `matmul(n, A, B)`: both operands stored (rows contiguous), the
+    /// product new workspace memory written by the runtime's matrix kernel
+    /// (the interpreter's, so both round alike). The row lengths are
+    /// checked against the counts the kernel is given: it reads `m·k` reals
+    /// of `A` and `k·n` of `B`, `k = len(B)`.
+    fn matmul(&mut self, args: &[Expr]) -> Result<Values, JitError> {
+        let Some(rt) = self.runtime else {
+            return unsupported(
+                "`matmul` outside the JIT (it calls the matrix kernel of gradlift's runtime)",
+            );
+        };
+        let n = self.count(&args[0])?;
+        let a = self.array(&args[1])?;
+        let bm = self.array(&args[2])?;
+        let (Shape::Array(a_cols, a_inner), Shape::Array(b_cols, b_inner)) = (&a.elem, &bm.elem)
+        else {
+            return Err(JitError::Internal("matmul of a non-matrix".into()));
+        };
+        if !matches!(**a_inner, Shape::Real) || !matches!(**b_inner, Shape::Real) {
+            return Err(JitError::Internal("matmul of a matrix of non-reals".into()));
+        }
+        // `A`'s rows have `k` reals (or `A` has none); `B`'s rows have `n`
+        // (or `B` has none).
+        let (a_cols, b_cols) = (*a_cols, *b_cols);
+        for (rows, cols, want) in [(a.len, a_cols, bm.len), (bm.len, b_cols, n)] {
+            let same = self.b.ins().icmp(IntCC::Equal, cols, want);
+            let empty = self.b.ins().icmp_imm_s(IntCC::Equal, rows, 0);
+            let fits = self.b.ins().bor(same, empty);
+            self.check(fits, Status::LengthMismatch, want);
+        }
+        let Type::Array(_, m_size) = self.type_of(&args[1])? else {
+            return Err(JitError::Internal("matmul of a non-array".into()));
+        };
+        let n_size = self.count_size(&args[0])?;
+        let row_ty = Type::array(Type::Real, n_size);
+        let counted = self.counts().array(&m_size, &row_ty);
+        let out_elem = Shape::Array(n, Box::new(Shape::Real));
+        let (ptr, _) = self.alloc_array(a.len, &out_elem, counted)?;
+        let pool = self.b.ins().iconst(types::I64, rt.pool);
+        self.b
+            .ins()
+            .call(rt.matmul, &[a.len, bm.len, n, a.ptr, bm.ptr, ptr, pool]);
+        Ok(Values::Array(ArrayVal {
+            ptr,
+            len: a.len,
             elem: out_elem,
         }))
     }

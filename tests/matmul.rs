@@ -1,0 +1,263 @@
+//! `matmul`: the interpreter and native code call one matrix kernel
+//! (`gradlift_lang::kernels`), so they agree bit for bit; its reverse and
+//! forward rules agree with finite differences and with the same product
+//! written as loops (to rounding: the kernel sums in its own order); empty
+//! shapes and mismatched operands behave as the language reference says.
+
+mod support;
+
+use gradlift::{Jit, Program, Value};
+use support::pipeline_oracle::check_program;
+
+/// A deterministic matrix of `rows` × `cols` reals in (-1, 1).
+fn matrix(rows: usize, cols: usize, seed: u64) -> Value {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    Value::array(
+        (0..rows)
+            .map(|_| {
+                let row: Vec<f64> = (0..cols)
+                    .map(|_| {
+                        s ^= s << 13;
+                        s ^= s >> 7;
+                        s ^= s << 17;
+                        (s >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+                    })
+                    .collect();
+                Value::reals(&row)
+            })
+            .collect(),
+    )
+}
+
+/// The message of an error that must occur.
+fn error<T, E: std::fmt::Display>(r: Result<T, E>) -> String {
+    match r {
+        Ok(_) => panic!("an error was expected"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn flat(vs: &[Value]) -> Vec<f64> {
+    let mut out = Vec::new();
+    for v in vs {
+        v.flatten(&mut out);
+    }
+    out
+}
+
+/// The value and gradient of `text`'s last function, interpreted and
+/// native, which must agree bit for bit.
+fn gradient(text: &str, args: &[Value]) -> (f64, Vec<Value>) {
+    let program = Program::parse("t.grad", text).unwrap_or_else(|e| panic!("{e}"));
+    let f = program.last_function().unwrap();
+    let g = f.gradient(None, Default::default()).unwrap();
+    let interpreted = g.eval(args).unwrap();
+    let native = g
+        .compile(&Jit::new().unwrap().verify(true))
+        .unwrap()
+        .call(args)
+        .unwrap();
+    assert_eq!(interpreted.0.to_bits(), native.0.to_bits(), "{text}");
+    for (a, b) in interpreted.1.iter().zip(&native.1) {
+        assert!(a.same(b), "{a} vs {b}");
+    }
+    interpreted
+}
+
+const LAYER: &str = "def f(A: [[R; k]; m], B: [[R; n]; k]) -> R =
+  let C = matmul(A, B) in
+  reduce (+) 0 (map (r. reduce (+) 0 (map (x. sin(x) * x) r)) C)";
+
+/// The same function, the product written as loops.
+const LAYER_LOOPS: &str = "def f(A: [[R; k]; m], B: [[R; n]; k]) -> R =
+  let C = map (a. map (b. reduce (+) 0 (map2 (*) a b)) (transpose(B))) A in
+  reduce (+) 0 (map (r. reduce (+) 0 (map (x. sin(x) * x) r)) C)";
+
+#[test]
+fn every_engine_agrees_with_finite_differences() {
+    let jit = Jit::new().unwrap().verify(true);
+    for (m, k, n) in [(2, 3, 4), (1, 1, 1), (5, 2, 1), (3, 7, 2)] {
+        let args = [matrix(m, k, 1), matrix(k, n, 2)];
+        let outcome = check_program(LAYER, &args, false, &jit);
+        assert!(outcome.native && outcome.gradients, "{m}×{k}×{n}");
+        assert!(outcome.finite_differences > 0, "{m}×{k}×{n}");
+    }
+}
+
+#[test]
+fn the_kernel_agrees_with_the_loops_to_rounding() {
+    // Sizes past the kernel's blocks, and thin shapes (vector products).
+    for (m, k, n) in [(17, 70, 9), (1, 300, 40), (40, 300, 1), (64, 64, 64)] {
+        let args = [matrix(m, k, 3), matrix(k, n, 4)];
+        let (v, g) = gradient(LAYER, &args);
+        let (v_loops, g_loops) = gradient(LAYER_LOOPS, &args);
+        assert!(
+            (v - v_loops).abs() <= 1e-12 * v.abs().max(1.0),
+            "{v} vs {v_loops}"
+        );
+        for (x, y) in flat(&g).iter().zip(flat(&g_loops)) {
+            assert!(
+                (x - y).abs() <= 1e-11 * (1.0 + y.abs()),
+                "{m}×{k}×{n}: {x} vs {y}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_layer_with_its_transposed_products_agrees_bit_for_bit_natively() {
+    // Two layers: the reverse pass multiplies by both weights transposed.
+    let text = "def net(W1: [[R; d]; h], W2: [[R; h]; c], X: [[R; m]; d]) -> R =
+  let H = map (r. map (x. tanh(x)) r) (matmul(W1, X)) in
+  let Y = matmul(W2, H) in
+  reduce (+) 0 (map (r. reduce (+) 0 (map (y. y * y) r)) Y)";
+    let args = [matrix(20, 30, 5), matrix(4, 20, 6), matrix(30, 50, 7)];
+    let (v, g) = gradient(text, &args);
+    assert!(v.is_finite() && v > 0.0);
+    assert_eq!(g.len(), 3);
+}
+
+#[test]
+fn forward_mode_and_hessian_vector_products_agree_with_the_loops() {
+    let args = [matrix(3, 4, 8), matrix(4, 5, 9)];
+    let dirs = [matrix(3, 4, 10), matrix(4, 5, 11)];
+    let jit = Jit::new().unwrap();
+    let program = Program::parse("t.grad", LAYER).unwrap();
+    let loops = Program::parse("t.grad", LAYER_LOOPS).unwrap();
+    let (f, fl) = (
+        program.last_function().unwrap(),
+        loops.last_function().unwrap(),
+    );
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * (1.0 + b.abs());
+    for engine in [None, Some(&jit)] {
+        let (v, t) = f.jvp(&args, &dirs, engine).unwrap();
+        let (vl, tl) = fl.jvp(&args, &dirs, engine).unwrap();
+        assert!(close(v.as_real().unwrap(), vl.as_real().unwrap()));
+        assert!(
+            close(t.as_real().unwrap(), tl.as_real().unwrap()),
+            "{t} vs {tl}"
+        );
+        let h = f.hvp(&args, &dirs, engine).unwrap();
+        let hl = fl.hvp(&args, &dirs, engine).unwrap();
+        for (x, y) in flat(&h.hvp).iter().zip(flat(&hl.hvp)) {
+            assert!(close(*x, y), "{x} vs {y}");
+        }
+    }
+}
+
+#[test]
+fn empty_shapes_give_empty_products_and_zeros() {
+    let empty_rows = |rows: usize| Value::array((0..rows).map(|_| Value::reals(&[])).collect());
+    let cases = [
+        // k = 0: an m × n matrix of zeros (n from the type: `B` has no rows).
+        (
+            "def f(A: [[R; k]; m], B: [[R; 3]; k]) -> [[R; 3]; m] = matmul(A, B)",
+            empty_rows(2),
+            Value::array(vec![]),
+            "[[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]",
+        ),
+        // k = 0 and n unknown: the size variable `n` is 0.
+        (
+            "def f(A: [[R; k]; m], B: [[R; n]; k]) -> [[R; n]; m] = matmul(A, B)",
+            empty_rows(2),
+            Value::array(vec![]),
+            "[[], []]",
+        ),
+        // m = 0: no rows.
+        (
+            "def f(A: [[R; k]; m], B: [[R; n]; k]) -> [[R; n]; m] = matmul(A, B)",
+            Value::array(vec![]),
+            matrix(2, 3, 1),
+            "[]",
+        ),
+        // n = 0: m empty rows.
+        (
+            "def f(A: [[R; k]; m], B: [[R; n]; k]) -> [[R; n]; m] = matmul(A, B)",
+            matrix(2, 2, 1),
+            empty_rows(2),
+            "[[], []]",
+        ),
+    ];
+    let jit = Jit::new().unwrap();
+    for (text, a, b, want) in cases {
+        let program = Program::parse("t.grad", text).unwrap();
+        let f = program.last_function().unwrap();
+        let args = &[a, b];
+        let interpreted = f.eval(args).unwrap();
+        let native = f.compile(&jit).unwrap().call(args).unwrap();
+        assert_eq!(interpreted.to_string(), want, "{text}");
+        assert!(interpreted.same(&native), "{interpreted} vs {native}");
+    }
+}
+
+#[test]
+fn mismatched_operands_are_type_errors_with_their_position() {
+    let text = "def f(A: [[R; 3]; 2], B: [[R; 4]; 2]) -> R =\n  reduce (+) 0 (map (r. r[0]) (matmul(A, B)))";
+    let err = error(Program::parse("t.grad", text));
+    assert!(
+        err.contains("`matmul` of a matrix of `3` columns and a matrix of `2` rows"),
+        "{err}"
+    );
+    assert!(err.contains("t.grad:2:"), "{err}");
+    let text = "def f(A: [R; 3], B: [[R; 4]; 3]) -> [[R; 4]; 1] = matmul(A, B)";
+    let err = error(Program::parse("t.grad", text));
+    assert!(err.contains("expected a matrix of reals"), "{err}");
+    let text = "def f(A: [[R; 3]; 2]) -> [[R; 3]; 2] = matmul(A)";
+    let err = error(Program::parse("t.grad", text));
+    assert!(err.contains("matmul"), "{err}");
+}
+
+#[test]
+fn ragged_rows_are_refused_by_every_engine() {
+    // A size-polymorphic program called with rows of different lengths.
+    let text = "def f(A: [[R; k]; m], B: [[R; n]; k]) -> R =
+  reduce (+) 0 (map (r. reduce (+) 0 r) (matmul(A, B)))";
+    let program = Program::parse("t.grad", text).unwrap();
+    let f = program.last_function().unwrap();
+    let ragged = Value::array(vec![Value::reals(&[1.0, 2.0]), Value::reals(&[1.0])]);
+    let args = [ragged, matrix(2, 2, 1)];
+    assert!(f.eval(&args).is_err());
+    assert!(f
+        .compile(&Jit::new().unwrap())
+        .unwrap()
+        .call(&args)
+        .is_err());
+}
+
+#[test]
+fn an_object_file_refuses_matmul_with_the_reason() {
+    let program = Program::parse("t.grad", LAYER).unwrap();
+    let f = program.last_function().unwrap();
+    let closed = f.optimized().unwrap();
+    let jit = Jit::for_target("x86_64-unknown-linux-gnu").unwrap();
+    let err = error(jit.object(&[&closed]));
+    assert!(err.contains("matmul"), "{err}");
+}
+
+#[test]
+fn products_are_the_same_bits_on_1_2_and_8_threads_and_from_many_callers() {
+    // Large enough for the kernel to split the result across threads.
+    let text = "def net(W: [[R; d]; h], X: [[R; m]; d]) -> R =
+  reduce (+) 0 (map (r. reduce (+) 0 (map (x. tanh(x)) r)) (matmul(W, X)))";
+    let args = [matrix(200, 300, 12), matrix(300, 150, 13)];
+    let program = Program::parse("t.grad", text).unwrap();
+    let g = program.last_function().unwrap().gradient(None, Default::default()).unwrap();
+    let interpreted = g.eval(&args).unwrap();
+    for threads in [1, 2, 8] {
+        let jit = Jit::new().unwrap().threads(threads);
+        let compiled = std::sync::Arc::new(g.compile(&jit).unwrap());
+        let callers: Vec<_> = (0..3)
+            .map(|_| {
+                let (compiled, args) = (compiled.clone(), args.clone());
+                std::thread::spawn(move || compiled.call(&args).unwrap())
+            })
+            .collect();
+        for caller in callers {
+            let native = caller.join().unwrap();
+            assert_eq!(native.0.to_bits(), interpreted.0.to_bits(), "{threads} threads");
+            for (a, b) in native.1.iter().zip(&interpreted.1) {
+                assert!(a.same(b), "{threads} threads");
+            }
+        }
+    }
+}
