@@ -241,7 +241,11 @@ fn products_are_the_same_bits_on_1_2_and_8_threads_and_from_many_callers() {
   reduce (+) 0 (map (r. reduce (+) 0 (map (x. tanh(x)) r)) (matmul(W, X)))";
     let args = [matrix(200, 300, 12), matrix(300, 150, 13)];
     let program = Program::parse("t.grad", text).unwrap();
-    let g = program.last_function().unwrap().gradient(None, Default::default()).unwrap();
+    let g = program
+        .last_function()
+        .unwrap()
+        .gradient(None, Default::default())
+        .unwrap();
     let interpreted = g.eval(&args).unwrap();
     for threads in [1, 2, 8] {
         let jit = Jit::new().unwrap().threads(threads);
@@ -254,10 +258,106 @@ fn products_are_the_same_bits_on_1_2_and_8_threads_and_from_many_callers() {
             .collect();
         for caller in callers {
             let native = caller.join().unwrap();
-            assert_eq!(native.0.to_bits(), interpreted.0.to_bits(), "{threads} threads");
+            assert_eq!(
+                native.0.to_bits(),
+                interpreted.0.to_bits(),
+                "{threads} threads"
+            );
             for (a, b) in native.1.iter().zip(&interpreted.1) {
                 assert!(a.same(b), "{threads} threads");
             }
         }
+    }
+}
+
+#[test]
+fn transposed_operands_are_read_in_place_by_every_engine() {
+    let jit = Jit::new().unwrap().verify(true);
+    let texts = [
+        // Operands written as transposes.
+        "def f(A: [[R; m]; k], B: [[R; k]; n]) -> R =
+  reduce (+) 0 (map (r. reduce (+) 0 (map (x. sin(x)) r)) (matmul(transpose(A), transpose(B))))",
+        // A transposed product, and a transpose bound by `let` and read twice.
+        "def f(A: [[R; k]; k], B: [[R; n]; k]) -> R =
+  let T = transpose(B) in
+  let C = transpose(matmul(A, B)) in
+  reduce (+) 0 (map2 (r, t. reduce (+) 0 (map2 (x, y. x * y) r (map (z. exp(z)) t))) C T) + reduce (+) 0 (map (r. reduce (+) 0 r) (matmul(T, transpose(A))))",
+        // A binder inside the scope of a bound transpose shadows its matrix:
+        // the transpose may not be written there.
+        "def f(W: [[R; c]; r], X: [[R; c]; n]) -> R =
+  let T = transpose(W) in
+  reduce (+) 0 (map (W. reduce (+) 0 (map (q. reduce (+) 0 (map (x. x * x) q)) (matmul(W, T)))) [X, X])",
+    ];
+    let args = [
+        [matrix(4, 3, 14), matrix(2, 4, 15)],
+        [matrix(4, 4, 16), matrix(4, 3, 17)],
+        [matrix(3, 2, 18), matrix(5, 2, 19)],
+    ];
+    for (text, args) in texts.iter().zip(&args) {
+        let outcome = check_program(text, args, false, &jit);
+        assert!(outcome.native && outcome.gradients, "{text}");
+        assert!(outcome.finite_differences > 0, "{text}");
+    }
+}
+
+/// Whether every `transpose` of `e` is an operand of a `matmul` (which
+/// the program does not build) or the transpose of one's result.
+fn transposes_only_in_products(e: &gradlift::lang::syntax::Expr) -> bool {
+    use gradlift::lang::syntax::{Builtin, ExprKind};
+    match &e.kind {
+        ExprKind::Builtin(Builtin::Transpose, t) => {
+            matches!(t[1].kind, ExprKind::Builtin(Builtin::MatMul, _))
+                && transposes_only_in_products(&t[1])
+        }
+        ExprKind::Builtin(Builtin::MatMul, args) => args.iter().all(|a| match &a.kind {
+            ExprKind::Builtin(Builtin::Transpose, t) => t.iter().all(transposes_only_in_products),
+            _ => transposes_only_in_products(a),
+        }),
+        _ => e.children().into_iter().all(transposes_only_in_products),
+    }
+}
+
+#[test]
+fn a_classifiers_gradient_builds_no_transpose_of_its_inputs() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let file = format!("{root}/benches/peers/programs/classifier_matmul.grad");
+    let program = Program::parse(&file, &std::fs::read_to_string(&file).unwrap()).unwrap();
+    let g = program
+        .last_function()
+        .unwrap()
+        .gradient(None, Default::default())
+        .unwrap();
+    assert!(transposes_only_in_products(g.term()), "{}", g.term());
+    // And it computes what the classifier written with loops does.
+    let loops = format!("{root}/benches/peers/programs/classifier.grad");
+    let loops = Program::parse(&loops, &std::fs::read_to_string(&loops).unwrap()).unwrap();
+    let gl = loops
+        .last_function()
+        .unwrap()
+        .gradient(None, Default::default())
+        .unwrap();
+    let (d, h, k, m) = (12, 5, 3, 7);
+    let mut y = vec![vec![0.0; k]; m];
+    for (i, row) in y.iter_mut().enumerate() {
+        row[i % k] = 1.0;
+    }
+    let y = Value::array(y.iter().map(|r| Value::reals(r)).collect());
+    let args = [
+        matrix(h, d, 20),
+        matrix(1, h, 21).as_array().unwrap()[0].clone(),
+        matrix(k, h, 22),
+        matrix(1, k, 23).as_array().unwrap()[0].clone(),
+        matrix(m, d, 24),
+        y,
+    ];
+    let native = g
+        .compile(&Jit::new().unwrap())
+        .unwrap()
+        .call(&args)
+        .unwrap();
+    let (v, grads) = gl.eval(&args).unwrap();
+    assert!((native.0 - v).abs() <= 1e-12 * v.abs());
+    for (x, y) in flat(&native.1).iter().zip(flat(&grads)) {
+        assert!((x - y).abs() <= 1e-11 * (1.0 + y.abs()), "{x} vs {y}");
     }
 }

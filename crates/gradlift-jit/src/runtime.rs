@@ -35,7 +35,7 @@ pub(crate) fn signatures(call_conv: CallConv) -> [Signature; 3] {
         sig.params.extend((0..n).map(|_| AbiParam::new(types::I64)));
         sig
     };
-    [words(5), words(3), words(7)]
+    [words(5), words(3), words(8)]
 }
 
 /// The runtime functions as one function imports them, and the thread
@@ -65,14 +65,16 @@ impl Runtime {
     }
 }
 
-/// `c = a · b` for row-major `a` (m × k), `b` (k × n), `c` (m × n):
-/// [`gradlift_lang::kernels::matmul_raw`], on the threads of `pool` when
-/// it is not null.
+/// `c = A · B` for `A` (m × k), `B` (k × n), `c` (m × n) row-major, `A`
+/// read from `a` by columns when bit 0 of `layouts` is set, `B` from `b`
+/// when bit 1 is: [`gradlift_lang::kernels::matmul_raw`], on the threads of
+/// `pool` when it is not null.
 ///
 /// # Safety
 /// As `matmul_raw`: generated code passes the workspace's operands and a
-/// result it allocated, with counts it checked to be non-negative; `pool`
-/// is null or the address of a live `rayon::ThreadPool`.
+/// result it allocated, with counts it checked against the operands' row
+/// lengths; `pool` is null or the address of a live `rayon::ThreadPool`.
+#[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn matmul(
     m: i64,
     k: i64,
@@ -80,20 +82,25 @@ unsafe extern "C" fn matmul(
     a: *const f64,
     b: *const f64,
     c: *mut f64,
+    layouts: i64,
     pool: *const rayon::ThreadPool,
 ) {
+    use gradlift_lang::kernels::Layout;
     let (m, k, n) = (m.max(0) as usize, k.max(0) as usize, n.max(0) as usize);
+    let layout = |bit: i64| match layouts & bit {
+        0 => Layout::Rows,
+        _ => Layout::Columns,
+    };
+    let (la, lb) = (layout(1), layout(2));
     // The pointers cross into the pool's threads as addresses.
     let (a, b, c) = (a as usize, b as usize, c as usize);
     let run = |threads: usize| {
         // SAFETY: as documented.
         unsafe {
             gradlift_lang::kernels::matmul_raw(
-                m,
-                k,
-                n,
-                a as *const f64,
-                b as *const f64,
+                (m, k, n),
+                (a as *const f64, la),
+                (b as *const f64, lb),
                 c as *mut f64,
                 threads,
             )

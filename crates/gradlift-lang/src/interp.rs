@@ -768,7 +768,67 @@ impl Interpreter<'_> {
         Ok(Value::tuple(vec![cotangent, Value::array(out), acc]))
     }
 
+    /// `matmul(n, A, B)`, each operand written `transpose(c, M)` read from
+    /// `M` by columns ([`crate::kernels::operand`]), by the kernel native
+    /// code calls.
+    fn matmul(&mut self, args: &[Expr], span: Span) -> EResult<Value> {
+        use crate::kernels::{operand, Layout};
+        let limit = self.limits.max_array_len;
+        let n = count(&self.eval(&args[0])?, limit, "`matmul`", span)?;
+        // An operand: the stored matrix, its layout, and the operand's rows
+        // and columns (`None`: a matrix of no rows gives no count).
+        type Operand = (Vec<f64>, Layout, usize, Option<usize>);
+        let read =
+            |this: &mut Self, e: &Expr, columns: Option<usize>, what: &str| -> EResult<Operand> {
+                let (m, layout, c) = operand(e);
+                Ok(match c {
+                    None => {
+                        let (rows, cols, data) = matrix(&this.eval(m)?, columns, what, span)?;
+                        let cols = (rows > 0 || columns.is_some()).then_some(cols);
+                        (data, layout, rows, cols)
+                    }
+                    Some(c) => {
+                        let c = count(&this.eval(c)?, limit, "`transpose`", span)?;
+                        let (rows, _, data) = matrix(&this.eval(m)?, Some(c), what, span)?;
+                        (data, layout, c, Some(rows))
+                    }
+                })
+            };
+        let (a, la, m, ka) = read(self, &args[1], None, "the first matrix of `matmul`")?;
+        let columns = match operand(&args[2]).1 {
+            Layout::Rows => Some(n),
+            Layout::Columns => None,
+        };
+        let (b, lb, k, nb) = read(self, &args[2], columns, "the second matrix of `matmul`")?;
+        if nb != Some(n) {
+            return at(
+                format!(
+                    "`matmul` with a second matrix of {} columns given the count {n}",
+                    nb.unwrap_or(0)
+                ),
+                span,
+            );
+        }
+        if let Some(ka) = ka.filter(|&ka| ka != k) {
+            return at(
+                format!("`matmul` of a matrix of {ka} columns and a matrix of {k} rows"),
+                span,
+            );
+        }
+        self.allocate(m * n, span)?;
+        let mut c = vec![0.0; m * n];
+        crate::kernels::matmul((m, k, n), (&a, la), (&b, lb), &mut c);
+        Ok(Value::array(
+            (0..m)
+                .map(|i| Value::reals(&c[i * n..(i + 1) * n]))
+                .collect(),
+        ))
+    }
+
     fn builtin(&mut self, b: Builtin, args: &[Expr], span: Span) -> EResult<Value> {
+        if b == Builtin::MatMul {
+            return self.matmul(args, span);
+        }
         let vs = args
             .iter()
             .map(|a| self.eval(a))
@@ -882,32 +942,7 @@ impl Interpreter<'_> {
                     columns.into_iter().map(Value::array).collect(),
                 ))
             }
-            Builtin::MatMul => {
-                let limit = self.limits.max_array_len;
-                let n = count(&vs[0], limit, "`matmul`", span)?;
-                let a = matrix(&vs[1], None, "the first matrix of `matmul`", span)?;
-                let b = matrix(&vs[2], Some(n), "the second matrix of `matmul`", span)?;
-                // A first matrix of no rows has as many columns as needed.
-                let k = if a.0 == 0 { b.0 } else { a.1 };
-                if b.0 != k {
-                    return at(
-                        format!(
-                            "`matmul` of a matrix of {k} columns and a matrix of {} rows",
-                            b.0
-                        ),
-                        span,
-                    );
-                }
-                let m = a.0;
-                self.allocate(m * n, span)?;
-                let mut c = vec![0.0; m * n];
-                crate::kernels::matmul(m, k, n, &a.2, &b.2, &mut c);
-                Ok(Value::array(
-                    (0..m)
-                        .map(|i| Value::reals(&c[i * n..(i + 1) * n]))
-                        .collect(),
-                ))
-            }
+            Builtin::MatMul => unreachable!("`matmul` reads its operands in place: Interp::matmul"),
             Builtin::ReduceByIndex(p) => {
                 let dest = array(&vs[0], "`reduce_by_index`", span)?;
                 let idx = array(&vs[1], "`reduce_by_index`", span)?;

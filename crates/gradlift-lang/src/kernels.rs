@@ -11,26 +11,72 @@
 //! the same order, so the result is the same bits for any thread count
 //! (`products_are_the_same_bits_for_any_thread_count` checks it).
 //!
+//! **Operands.** An operand of `matmul` written `transpose(c, M)` is read
+//! from `M` ([`operand`], the decision every engine follows): the program
+//! never builds the transpose in its memory. The kernel transposes such an
+//! operand into scratch memory of its own, in tiles that fit the cache, and
+//! always hands gemm row-major operands: gemm's order of summation depends
+//! on its operands' layout (its paths for thin matrices differ), and this
+//! way it does not, so `matmul(A, transpose(B))` is bit for bit the product
+//! of `A` and the built transpose, and rewriting one into the other (the
+//! simplifier's `product-operand`) keeps every value.
+//!
 //! Its order of summation is gemm's, not a left fold: a `matmul` agrees
 //! with the loop `map (a. map (b. reduce (+) 0 (map2 (*) a b)) (transpose
-//! B)) A` to rounding only. Every engine computes `matmul` here, with the
-//! operands laid out the same way (rows contiguous), so every engine
-//! rounds alike on one machine.
+//! B)) A` to rounding only.
 
-/// `c = a · b` for row-major `a` (m × k), `b` (k × n) and `c` (m × n),
-/// each with its rows contiguous. `c` is written, never read: its
-/// previous contents (uninitialised workspace, NaNs) do not matter. With
-/// `k = 0`, `c` is all zeros.
+use crate::syntax::{Builtin, Expr, ExprKind};
+
+/// How the kernel reads an operand from memory holding a stored matrix
+/// (rows contiguous).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// The operand is the stored matrix.
+    Rows,
+    /// The operand is the stored matrix transposed: read by columns.
+    Columns,
+}
+
+/// The operand an argument of `matmul` stands for: `transpose(c, M)` is
+/// `M` read by [`Layout::Columns`] (with `c`, the count of `M`'s
+/// columns), anything else itself by [`Layout::Rows`].
+pub fn operand(e: &Expr) -> (&Expr, Layout, Option<&Expr>) {
+    match &e.kind {
+        ExprKind::Builtin(Builtin::Transpose, args) if args.len() == 2 => {
+            (&args[1], Layout::Columns, Some(&args[0]))
+        }
+        _ => (e, Layout::Rows, None),
+    }
+}
+
+/// `c = A · B` for `A` (m × k) held in `a`, `B` (k × n) held in `b` and
+/// `c` (m × n) row-major. `a` holds `A` as rows (m rows of k) or, with
+/// [`Layout::Columns`], `Aᵀ` as rows (k rows of m); `b` likewise. `c` is
+/// written, never read: its previous contents (uninitialised workspace,
+/// NaNs) do not matter. With `k = 0`, `c` is all zeros.
 ///
 /// # Panics
 /// When a slice is shorter than its matrix.
-pub fn matmul(m: usize, k: usize, n: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
+pub fn matmul(
+    (m, k, n): (usize, usize, usize),
+    (a, la): (&[f64], Layout),
+    (b, lb): (&[f64], Layout),
+    c: &mut [f64],
+) {
     assert!(
         a.len() >= m * k && b.len() >= k * n && c.len() >= m * n,
         "matmul: operands shorter than {m}×{k} · {k}×{n}"
     );
     // SAFETY: the slices hold the three matrices, as just checked.
-    unsafe { matmul_raw(m, k, n, a.as_ptr(), b.as_ptr(), c.as_mut_ptr(), 1) }
+    unsafe {
+        matmul_raw(
+            (m, k, n),
+            (a.as_ptr(), la),
+            (b.as_ptr(), lb),
+            c.as_mut_ptr(),
+            1,
+        )
+    }
 }
 
 /// [`matmul`] on raw pointers, on up to `threads` threads of the current
@@ -41,11 +87,9 @@ pub fn matmul(m: usize, k: usize, n: usize, a: &[f64], b: &[f64], c: &mut [f64])
 /// writable reals (any of them dangling when its count is zero); `c`
 /// overlaps neither operand.
 pub unsafe fn matmul_raw(
-    m: usize,
-    k: usize,
-    n: usize,
-    a: *const f64,
-    b: *const f64,
+    (m, k, n): (usize, usize, usize),
+    (a, la): (*const f64, Layout),
+    (b, lb): (*const f64, Layout),
     c: *mut f64,
     threads: usize,
 ) {
@@ -57,7 +101,12 @@ pub unsafe fn matmul_raw(
         unsafe { std::slice::from_raw_parts_mut(c, m * n) }.fill(0.0);
         return;
     }
-    // Row-major: the column stride is 1, the row stride the row's length.
+    // Operands read by columns, made row-major in scratch memory.
+    // SAFETY: `a` holds m·k reals and `b` k·n, in either layout.
+    let a_rows = (la == Layout::Columns).then(|| unsafe { transposed(k, m, a) });
+    let b_rows = (lb == Layout::Columns).then(|| unsafe { transposed(n, k, b) });
+    let a = a_rows.as_ref().map_or(a, |t| t.as_ptr());
+    let b = b_rows.as_ref().map_or(b, |t| t.as_ptr());
     // `dst := beta · a·b` (`read_dst` false: `c` is not read).
     // SAFETY: as documented; the strides stay inside the three matrices.
     unsafe {
@@ -87,6 +136,29 @@ pub unsafe fn matmul_raw(
             },
         )
     }
+}
+
+/// The transpose of the `rows` × `cols` row-major matrix at `p`, row-major,
+/// copied in square tiles so that both the reads and the writes of a tile
+/// stay in the cache.
+///
+/// # Safety
+/// `p` points to `rows·cols` readable reals.
+unsafe fn transposed(rows: usize, cols: usize, p: *const f64) -> Vec<f64> {
+    const TILE: usize = 32;
+    // SAFETY: as documented.
+    let src = unsafe { std::slice::from_raw_parts(p, rows * cols) };
+    let mut out = vec![0.0; rows * cols];
+    for i0 in (0..rows).step_by(TILE) {
+        for j0 in (0..cols).step_by(TILE) {
+            for i in i0..(i0 + TILE).min(rows) {
+                for j in j0..(j0 + TILE).min(cols) {
+                    out[j * rows + i] = src[i * cols + j];
+                }
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -128,7 +200,7 @@ mod tests {
         ] {
             let (a, b) = (filled(m * k, 1), filled(k * n, 2));
             let mut c = vec![f64::NAN; m * n];
-            matmul(m, k, n, &a, &b, &mut c);
+            matmul((m, k, n), (&a, Layout::Rows), (&b, Layout::Rows), &mut c);
             for (x, y) in c.iter().zip(naive(m, k, n, &a, &b)) {
                 assert!(
                     (x - y).abs() <= 1e-12 * (k as f64),
@@ -138,14 +210,85 @@ mod tests {
         }
     }
 
+    /// `m` (rows × cols, row-major) transposed.
+    fn transposed(rows: usize, cols: usize, m: &[f64]) -> Vec<f64> {
+        (0..cols)
+            .flat_map(|j| (0..rows).map(move |i| m[i * cols + j]))
+            .collect()
+    }
+
+    #[test]
+    fn operands_read_by_columns_give_the_bits_of_their_built_transposes() {
+        for &(m, k, n) in &[
+            (13, 29, 7),
+            (1, 50, 9),
+            (9, 50, 1),
+            (40, 2, 30),
+            (70, 90, 65),
+        ] {
+            let (a, b) = (filled(m * k, 8), filled(k * n, 9));
+            let (at, bt) = (transposed(m, k, &a), transposed(k, n, &b));
+            let want = naive(m, k, n, &a, &b);
+            let mut rows = vec![0.0; m * n];
+            matmul((m, k, n), (&a, Layout::Rows), (&b, Layout::Rows), &mut rows);
+            for (x, lx) in [(&a, Layout::Rows), (&at, Layout::Columns)] {
+                for (y, ly) in [(&b, Layout::Rows), (&bt, Layout::Columns)] {
+                    let mut c = vec![f64::NAN; m * n];
+                    matmul((m, k, n), (x, lx), (y, ly), &mut c);
+                    for (p, q) in c.iter().zip(&want) {
+                        assert!(
+                            (p - q).abs() <= 1e-12 * k as f64,
+                            "{lx:?} {ly:?}: {p} vs {q}"
+                        );
+                    }
+                    assert!(
+                        c.iter().zip(&rows).all(|(p, q)| p.to_bits() == q.to_bits()),
+                        "{lx:?} {ly:?}: not the bits of the product by rows"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Why the simplifier leaves `transpose(matmul(A, B))` alone: the
+    /// kernel sums `Bᵀ·Aᵀ` in another order for some shapes.
+    #[test]
+    fn a_transposed_product_is_not_always_the_product_of_the_transposes() {
+        let differs = [(13, 29, 7), (1, 50, 9), (9, 50, 1), (300, 500, 20)]
+            .iter()
+            .any(|&(m, k, n)| {
+                let (a, b) = (filled(m * k, 10), filled(k * n, 11));
+                let (at, bt) = (transposed(m, k, &a), transposed(k, n, &b));
+                let mut c = vec![0.0; m * n];
+                matmul((m, k, n), (&a, Layout::Rows), (&b, Layout::Rows), &mut c);
+                let mut d = vec![0.0; n * m];
+                matmul((n, k, m), (&bt, Layout::Rows), (&at, Layout::Rows), &mut d);
+                transposed(m, n, &c)
+                    .iter()
+                    .zip(&d)
+                    .any(|(p, q)| p.to_bits() != q.to_bits())
+            });
+        assert!(differs);
+    }
+
     #[test]
     fn an_empty_inner_dimension_gives_zeros_and_empty_outer_ones_nothing() {
         let mut c = vec![f64::NAN; 6];
-        matmul(2, 0, 3, &[], &[], &mut c);
+        matmul((2, 0, 3), (&[], Layout::Rows), (&[], Layout::Rows), &mut c);
         assert_eq!(c, vec![0.0; 6]);
         let mut none: Vec<f64> = vec![];
-        matmul(0, 4, 3, &[], &filled(12, 3), &mut none);
-        matmul(3, 4, 0, &filled(12, 3), &[], &mut none);
+        matmul(
+            (0, 4, 3),
+            (&[], Layout::Rows),
+            (&filled(12, 3), Layout::Rows),
+            &mut none,
+        );
+        matmul(
+            (3, 4, 0),
+            (&filled(12, 3), Layout::Rows),
+            (&[], Layout::Rows),
+            &mut none,
+        );
     }
 
     #[test]
@@ -153,7 +296,12 @@ mod tests {
         for &(m, k, n) in &[(300, 200, 100), (64, 900, 40), (7, 3, 500)] {
             let (a, b) = (filled(m * k, 6), filled(k * n, 7));
             let mut one = vec![0.0; m * n];
-            matmul(m, k, n, &a, &b, &mut one);
+            matmul(
+                (m, k, n),
+                (&a, Layout::Rows),
+                (&b, Layout::Columns),
+                &mut one,
+            );
             for threads in [2, 3, 8] {
                 let pool = rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)
@@ -162,7 +310,13 @@ mod tests {
                 let mut c = vec![f64::NAN; m * n];
                 // SAFETY: the vectors hold the three matrices.
                 pool.install(|| unsafe {
-                    matmul_raw(m, k, n, a.as_ptr(), b.as_ptr(), c.as_mut_ptr(), threads)
+                    matmul_raw(
+                        (m, k, n),
+                        (a.as_ptr(), Layout::Rows),
+                        (b.as_ptr(), Layout::Columns),
+                        c.as_mut_ptr(),
+                        threads,
+                    )
                 });
                 assert!(
                     one.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()),
@@ -178,8 +332,8 @@ mod tests {
         let (a, b) = (filled(m * k, 4), filled(k * n, 5));
         let mut c1 = vec![0.0; m * n];
         let mut c2 = vec![f64::NAN; m * n];
-        matmul(m, k, n, &a, &b, &mut c1);
-        matmul(m, k, n, &a, &b, &mut c2);
+        matmul((m, k, n), (&a, Layout::Rows), (&b, Layout::Rows), &mut c1);
+        matmul((m, k, n), (&a, Layout::Rows), (&b, Layout::Rows), &mut c2);
         assert!(c1.iter().zip(&c2).all(|(x, y)| x.to_bits() == y.to_bits()));
     }
 }

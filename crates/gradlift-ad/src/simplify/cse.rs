@@ -19,7 +19,8 @@
 //! means the same wherever it is in scope. Nothing is hoisted out of a
 //! branch or a lambda. Size expressions (the first argument of `iota`,
 //! `replicate`, `take`, `drop`) and conditions are not values and are left
-//! in place; tuples, projections and indexing cost nothing to repeat and are
+//! in place, and so is a transposed operand of `matmul` (the kernel reads
+//! it in place: `gradlift_lang::kernels::operand`); tuples, projections and indexing cost nothing to repeat and are
 //! not bound (but a `let` of a projection already bound under another name
 //! becomes that name).
 //!
@@ -295,6 +296,17 @@ impl Cse<'_> {
                     .map(|(i, a)| {
                         if is_size_arg(b, i) {
                             self.size(a)
+                        } else if b == Builtin::MatMul
+                            && gradlift_lang::kernels::operand(&a).2.is_some()
+                        {
+                            // Read in place by the kernel: not a computation.
+                            let span = a.span;
+                            let ExprKind::Builtin(t, mut targs) = into_kind(a) else {
+                                unreachable!("a transposed operand")
+                            };
+                            let m = self.operand(targs.pop().expect("a matrix"));
+                            let c = self.size(targs.pop().expect("a count"));
+                            Expr::new(ExprKind::Builtin(t, vec![c, m]), span)
                         } else {
                             self.operand(a)
                         }

@@ -23,7 +23,9 @@
 //! (the one liveness analysis: dead components, dead elements' components,
 //! reals no result reads; DCE again), `reuse` (folds reading stored maps), and, but
 //! in the last round, `merge` (sibling maps merged into a stored one),
-//! `split` (derived components, map splitting) and `fold-merge` (the folds
+//! `split` (derived components, map splitting), then `products` (the
+//! transposes a matrix product reads put in its operands, where the kernel
+//! reads them in place) and, but in the last round, `fold-merge` (the folds
 //! of a block over one array merged, for the next round's CSE to share
 //! their steps). Afterwards
 //! [`is_first_order`] checks Lemma 5.3. The pipeline verifies the term
@@ -60,6 +62,7 @@ pub mod limits;
 mod merge;
 mod names;
 mod pe;
+mod products;
 mod prune;
 mod remat;
 mod reuse;
@@ -278,6 +281,17 @@ pub const PASSES: &[Pass] = &[
             Ok(term)
         },
         when: |r| r.splitting,
+    },
+    Pass {
+        name: "products",
+        description: "the transposes a matrix product reads put in its operands, where the kernel reads them without the program building them (product-operand), and transposes of transposes cancelled (transpose-twice)",
+        implements: "not in the paper",
+        run: |e, r| {
+            let (term, changed) = products::run(e, r.stats);
+            r.exposed |= changed;
+            Ok(term)
+        },
+        when: |_| true,
     },
     Pass {
         name: "fold-merge",

@@ -235,6 +235,16 @@ rules! {
         "let P = map (x. let s = e in (…, map (a. E[a, s]) W, …)) A in C[op (q. …q.i…) P] ⇝ let P = map (x. let s = e in (…, s)) A in C[op (q. …map (a. E[a, q.k]) W…) P]",
         "W is bound outside the map, or it is the map's element of an array A (a variable) and every consumer is a map, map2 or foldl, which then reads zip(P, A) with the row as its .1; E is at most two primitives over a, constants, outer variables and at most two reals s bound in the body; every use of P is the array argument of an array operation whose function only projects it";
 
+    /// An operand of a matrix product that is a transpose is read in
+    /// place by the kernel, never built (`gradlift_lang::kernels::operand`).
+    ProductOperand = "product-operand",
+        "let t = transpose(c, M) in C[matmul(n, t, B), len(t)] ⇝ let t = transpose(c, M) in C[matmul(n, transpose(c, M), B), c], the let dropped when t is then dead;  len(transpose(c, M)) ⇝ c;  matmul(n, transpose(c, transpose(c', M)), B) ⇝ matmul(n, M, B)  (either operand)",
+        "M is a variable; t is then dead where only products read it";
+    /// A transpose of a transpose is the matrix.
+    TransposeTwice = "transpose-twice",
+        "transpose(c, transpose(c', M)) ⇝ M  (or of a variable bound to transpose(c', M))",
+        "M is a variable";
+
     // ---- Clean-up
     /// Dead-code elimination.
     DeadLet = "dead-let", "let x = e₁ in e₂ ⇝ e₂", "x ∉ FV(e₂)";

@@ -3,6 +3,7 @@
 //! result.
 
 use super::*;
+use gradlift_lang::kernels::Layout;
 
 impl Translator<'_, '_> {
     /// The builtins.
@@ -194,11 +195,13 @@ impl Translator<'_, '_> {
         }))
     }
 
-    /// `matmul(n, A, B)`: both operands stored (rows contiguous), the
-    /// product new workspace memory written by the runtime's matrix kernel
-    /// (the interpreter's, so both round alike). The row lengths are
+    /// `matmul(n, A, B)`: the operands stored (rows contiguous), an operand
+    /// written `transpose(c, M)` read from `M` by columns in place
+    /// ([`gradlift_lang::kernels::operand`], the interpreter's decision too);
+    /// the product new workspace memory written by the runtime's matrix
+    /// kernel (the interpreter's, so both round alike). Every row length is
     /// checked against the counts the kernel is given: it reads `m·k` reals
-    /// of `A` and `k·n` of `B`, `k = len(B)`.
+    /// of `A`'s memory and `k·n` of `B`'s.
     fn matmul(&mut self, args: &[Expr]) -> Result<Values, JitError> {
         let Some(rt) = self.runtime else {
             return unsupported(
@@ -206,24 +209,30 @@ impl Translator<'_, '_> {
             );
         };
         let n = self.count(&args[0])?;
-        let a = self.array(&args[1])?;
-        let bm = self.array(&args[2])?;
-        let (Shape::Array(a_cols, a_inner), Shape::Array(b_cols, b_inner)) = (&a.elem, &bm.elem)
-        else {
-            return Err(JitError::Internal("matmul of a non-matrix".into()));
+        let a = self.operand(&args[1])?;
+        let bm = self.operand(&args[2])?;
+        // A's columns (when it has rows, or is read by columns) are B's
+        // rows; B's columns are `n`.
+        let zero = self.b.ins().iconst(types::I64, 0);
+        let (a_rows, a_cols, b_rows, b_cols) = (a.1, a.2, bm.1, bm.2);
+        let a_known = match a.3 {
+            Layout::Rows => self.b.ins().icmp(IntCC::NotEqual, a_rows, zero),
+            Layout::Columns => self.b.ins().icmp(IntCC::Equal, zero, zero),
         };
-        if !matches!(**a_inner, Shape::Real) || !matches!(**b_inner, Shape::Real) {
-            return Err(JitError::Internal("matmul of a matrix of non-reals".into()));
-        }
-        // `A`'s rows have `k` reals (or `A` has none); `B`'s rows have `n`
-        // (or `B` has none).
-        let (a_cols, b_cols) = (*a_cols, *b_cols);
-        for (rows, cols, want) in [(a.len, a_cols, bm.len), (bm.len, b_cols, n)] {
-            let same = self.b.ins().icmp(IntCC::Equal, cols, want);
-            let empty = self.b.ins().icmp_imm_s(IntCC::Equal, rows, 0);
-            let fits = self.b.ins().bor(same, empty);
-            self.check(fits, Status::LengthMismatch, want);
-        }
+        let same = self.b.ins().icmp(IntCC::Equal, a_cols, b_rows);
+        let unknown = self.b.ins().icmp_imm_s(IntCC::Equal, a_known, 0);
+        let fits = self.b.ins().bor(same, unknown);
+        self.check(fits, Status::LengthMismatch, b_rows);
+        // A stored B of no rows says nothing of its columns.
+        let same = self.b.ins().icmp(IntCC::Equal, b_cols, n);
+        let fits = match bm.3 {
+            Layout::Rows => {
+                let empty = self.b.ins().icmp_imm_s(IntCC::Equal, b_rows, 0);
+                self.b.ins().bor(same, empty)
+            }
+            Layout::Columns => same,
+        };
+        self.check(fits, Status::LengthMismatch, n);
         let Type::Array(_, m_size) = self.type_of(&args[1])? else {
             return Err(JitError::Internal("matmul of a non-array".into()));
         };
@@ -231,16 +240,47 @@ impl Translator<'_, '_> {
         let row_ty = Type::array(Type::Real, n_size);
         let counted = self.counts().array(&m_size, &row_ty);
         let out_elem = Shape::Array(n, Box::new(Shape::Real));
-        let (ptr, _) = self.alloc_array(a.len, &out_elem, counted)?;
+        let (ptr, _) = self.alloc_array(a_rows, &out_elem, counted)?;
         let pool = self.b.ins().iconst(types::I64, rt.pool);
-        self.b
-            .ins()
-            .call(rt.matmul, &[a.len, bm.len, n, a.ptr, bm.ptr, ptr, pool]);
+        let layouts = i64::from(a.3 == Layout::Columns) | (i64::from(bm.3 == Layout::Columns) << 1);
+        let layouts = self.b.ins().iconst(types::I64, layouts);
+        self.b.ins().call(
+            rt.matmul,
+            &[a_rows, b_rows, n, a.0, bm.0, ptr, layouts, pool],
+        );
         Ok(Values::Array(ArrayVal {
             ptr,
-            len: a.len,
+            len: a_rows,
             elem: out_elem,
         }))
+    }
+
+    /// An operand of `matmul`: the address of its stored matrix, the
+    /// operand's rows and columns (a stored matrix of no rows gives its
+    /// row length as it is; the caller does not read it), and its layout.
+    /// A matrix of reals read by columns has its row length checked
+    /// against the count `transpose` gives.
+    fn operand(&mut self, e: &Expr) -> Result<(Value, Value, Value, Layout), JitError> {
+        let (m, layout, c) = gradlift_lang::kernels::operand(e);
+        let stored = self.array(m)?;
+        let Shape::Array(cols, inner) = &stored.elem else {
+            return Err(JitError::Internal("matmul of a non-matrix".into()));
+        };
+        if !matches!(**inner, Shape::Real) {
+            return Err(JitError::Internal("matmul of a matrix of non-reals".into()));
+        }
+        let cols = *cols;
+        Ok(match c {
+            None => (stored.ptr, stored.len, cols, layout),
+            Some(c) => {
+                let c = self.count(c)?;
+                let same = self.b.ins().icmp(IntCC::Equal, cols, c);
+                let empty = self.b.ins().icmp_imm_s(IntCC::Equal, stored.len, 0);
+                let fits = self.b.ins().bor(same, empty);
+                self.check(fits, Status::LengthMismatch, c);
+                (stored.ptr, c, stored.len, layout)
+            }
+        })
     }
 
     /// The elements of `e` as a loop reads them: computed in the loop when
