@@ -361,3 +361,64 @@ fn a_classifiers_gradient_builds_no_transpose_of_its_inputs() {
         assert!((x - y).abs() <= 1e-11 * (1.0 + y.abs()), "{x} vs {y}");
     }
 }
+
+#[test]
+fn maps_of_dot_products_are_read_as_products() {
+    let source = |text: &str| -> String {
+        let program = Program::parse("t.grad", text).unwrap();
+        program
+            .last_function()
+            .unwrap()
+            .closed()
+            .unwrap()
+            .body
+            .to_string()
+    };
+    // Literal, either order, and through a definition of the dot product.
+    for body in [
+        "map (x. map (w. reduce (+) 0 (map2 (*) x w)) W) X",
+        "map (x. map (w. reduce (+) 0.0 (map2 (*) w x)) W) X",
+        "map (x. map (w. dot(w, x)) W) X",
+    ] {
+        let text = format!(
+            "def dot(a: [R; n], b: [R; n]) -> R = reduce (+) 0 (map2 (*) a b)
+def f(X: [[R; d]; m], W: [[R; d]; h]) -> [[R; h]; m] = {body}"
+        );
+        let printed = source(&text);
+        assert!(
+            printed.contains("matmul(X, transpose(W))"),
+            "{body}: {printed}"
+        );
+        // And it is the product: the kernel's bits in every engine.
+        let program = Program::parse("t.grad", &text).unwrap();
+        let f = program.last_function().unwrap();
+        let args = [matrix(5, 7, 25), matrix(3, 7, 26)];
+        let interpreted = f.eval(&args).unwrap();
+        let native = f
+            .compile(&Jit::new().unwrap())
+            .unwrap()
+            .call(&args)
+            .unwrap();
+        assert!(interpreted.same(&native));
+    }
+    // Not a product: the inner array reads the outer element; more than a
+    // dot product in the inner map; a sum that is not `reduce (+) 0`.
+    for body in [
+        "map (x. map (w. reduce (+) 0 (map2 (*) x w)) (map (r. map2 (*) r x) W)) X",
+        "map (x. map (w. reduce (+) 0 (map2 (*) x w) + 1) W) X",
+        "map (x. map (w. reduce (+) 1 (map2 (*) x w)) W) X",
+        "map (x. map (w. reduce (+) 0 (map2 (+) x w)) W) X",
+    ] {
+        let text = format!("def f(X: [[R; d]; m], W: [[R; d]; h]) -> [[R; h]; m] = {body}");
+        assert!(!source(&text).contains("matmul"), "{body}");
+    }
+}
+
+#[test]
+fn a_recognised_product_differentiates_as_one() {
+    let text = "def f(X: [[R; d]; m], W: [[R; d]; h]) -> R =
+  reduce (+) 0 (map (r. reduce (+) 0 (map (z. tanh(z)) r)) (map (x. map (w. reduce (+) 0 (map2 (*) w x)) W) X))";
+    let jit = Jit::new().unwrap().verify(true);
+    let outcome = check_program(text, &[matrix(6, 4, 27), matrix(3, 4, 28)], false, &jit);
+    assert!(outcome.native && outcome.gradients && outcome.finite_differences > 0);
+}

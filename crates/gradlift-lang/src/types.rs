@@ -280,6 +280,7 @@ impl Typer {
             size_vars: size_vars.iter().cloned().collect(),
             calls: HashMap::new(),
             fixes: None,
+            mapped: HashMap::new(),
         };
         for n in size_vars {
             checker.vars.push(
@@ -511,6 +512,7 @@ fn check_def(
         size_vars: size_vars.iter().cloned().collect(),
         calls: HashMap::new(),
         fixes: Some(HashMap::new()),
+        mapped: HashMap::new(),
     };
     let mut names: HashMap<&str, Span> = HashMap::new();
     for p in &def.params {
@@ -629,6 +631,9 @@ struct Checker<'a> {
     /// The elaboration found so far, by node (`None` when checking a term a
     /// pass built, which must need none).
     fixes: Option<Fixes>,
+    /// The type of the array of each `map` checked so far, by node (while
+    /// elaborating): what [`Checker::product`] reads.
+    mapped: HashMap<*const Expr, Type>,
 }
 
 /// The fixes of a definition, by node, in the order they apply.
@@ -647,6 +652,10 @@ enum Fix {
     Prim(Prim),
     /// `transpose(M)` given its count of columns: `[c, M]`.
     Columns(Size),
+    /// A map of dot products, `map (a. map (b. dot(a, b)) B) A` with `B`
+    /// not reading `a`: `matmul(n, A, transpose(k, B))`, for
+    /// `B : [[R; k]; n]` ([`Checker::product`]).
+    Product { n: Size, k: Size },
     /// `unzip(A)` of k-tuples: `let unzipped = A in (map (p. p.0)
     /// unzipped, …)`. Nothing written by the user is in the scope of the
     /// names it binds.
@@ -660,6 +669,34 @@ enum Fix {
         /// How many levels of arrays.
         depth: usize,
     },
+}
+
+/// `(x, y)` when `e` is `reduce (+) 0 (map2 (*) x y)`, the unit written
+/// `0` or `0.0`.
+fn dot_of(e: &Expr) -> Option<(&Expr, &Expr)> {
+    let ExprKind::ArrayOp(ArrayOp::Reduce, plus, args) = &e.kind else {
+        return None;
+    };
+    let zero = match args[0].kind {
+        ExprKind::Literal(0) => true,
+        ExprKind::Const(z) => z == 0.0 && z.is_sign_positive(),
+        _ => false,
+    };
+    let ExprKind::ArrayOp(ArrayOp::Map2, times, xs) = &args[1].kind else {
+        return None;
+    };
+    (zero
+        && matches!(plus.kind, ExprKind::PrimFn(Prim::Add))
+        && matches!(times.kind, ExprKind::PrimFn(Prim::Mul)))
+    .then(|| (&xs[0], &xs[1]))
+}
+
+/// Whether `(x, y)` are the variables `a` and `b`, in either order.
+fn dot_operands(x: &Expr, y: &Expr, a: &Name, b: &Name) -> bool {
+    match (&x.kind, &y.kind) {
+        (ExprKind::Var(x), ExprKind::Var(y)) => (x == a && y == b) || (x == b && y == a),
+        _ => false,
+    }
 }
 
 /// `e` with the fixes applied (a copy).
@@ -692,6 +729,27 @@ fn elaborate(e: &Expr, fixes: &Fixes) -> Expr {
                 (Fix::Columns(_), _) => {
                     unreachable!("columns are fixed on a transpose or a matmul")
                 }
+                (Fix::Product { n, k }, ExprKind::ArrayOp(ArrayOp::Map, f, mut args)) => {
+                    let ExprKind::Lambda(_, body) = &f.kind else {
+                        unreachable!("a product is fixed on a map of a lambda")
+                    };
+                    let ExprKind::ArrayOp(_, _, inner) = &body.kind else {
+                        unreachable!("a product's lambda maps")
+                    };
+                    let b = Expr::new(
+                        ExprKind::Builtin(
+                            Builtin::Transpose,
+                            vec![crate::build::size(k), inner[0].clone()],
+                        ),
+                        inner[0].span,
+                    );
+                    let a = args.pop().expect("one array");
+                    Expr::new(
+                        ExprKind::Builtin(Builtin::MatMul, vec![crate::build::size(n), a, b]),
+                        e.span,
+                    )
+                }
+                (Fix::Product { .. }, _) => unreachable!("a product is fixed on a map"),
                 (Fix::Unzip(k), ExprKind::Apply(_, mut args)) => {
                     use crate::build::{let_in, map1, proj, pvar, tuple, var};
                     let a = args.pop().expect("one array");
@@ -853,6 +911,7 @@ impl Checker<'_> {
                     Fix::ToReal => "an integer where a real is needed, without `real(…)`",
                     Fix::Prim(_) => "a real operation applied to integers",
                     Fix::Columns(_) => "a `transpose` or `matmul` without its count of columns",
+                    Fix::Product { .. } => "a map of dot products, which only a program written by hand is read as",
                     Fix::Unzip(_) => "`unzip`, which only a program written by hand may call",
                     Fix::Lift { .. } => {
                         "a call applied element by element, which only a program written by hand may make"
@@ -926,6 +985,93 @@ impl Checker<'_> {
                 e.span,
             ),
         }
+    }
+
+    /// Elaboration reads a map of dot products over the rows of two
+    /// matrices, `map (a. map (b. reduce (+) 0 (map2 (*) a b)) B) A` (either
+    /// order of `a` and `b`; the dot product may be a call of a definition
+    /// whose body is one of its two parameters'), with `B` not reading `a`,
+    /// as the matrix product `matmul(A, transpose(B))`: the kernel's
+    /// order of summation, not the lanes of `reduce` (docs/language.md §4).
+    fn product(&mut self, e: &Expr, f: &Expr, a_arr: &Expr) -> TResult<()> {
+        if self.fixes.is_none() {
+            return Ok(());
+        }
+        let Some((a, b, b_arr)) = self.dot_products(f) else {
+            return Ok(());
+        };
+        let mut free = std::collections::HashSet::new();
+        crate::interp::free_vars(b_arr, &mut Scope::new(), &mut free);
+        if free.contains(a) || free.contains(b) {
+            return Ok(());
+        }
+        let row = |t: Option<&Type>| match t {
+            Some(Type::Array(row, n)) => match &**row {
+                Type::Array(x, k) if **x == Type::Real => Some((n.clone(), k.clone())),
+                _ => None,
+            },
+            _ => None,
+        };
+        let ta = row(self.mapped.get(&(a_arr as *const Expr)));
+        let tb = row(self.mapped.get(&(b_arr as *const Expr)));
+        if let (Some((_, ka)), Some((n, k))) = (ta, tb) {
+            if ka == k {
+                self.fix(e, Fix::Product { n, k })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `(a, b, B)` when `f` is `(a. map (b. dot(a, b)) B)`.
+    fn dot_products<'e>(&self, f: &'e Expr) -> Option<(&'e Name, &'e Name, &'e Expr)> {
+        let ExprKind::Lambda(ps, body) = &f.kind else {
+            return None;
+        };
+        let [Param {
+            pat: Pattern::Var(a, _),
+            ..
+        }] = &ps[..]
+        else {
+            return None;
+        };
+        let ExprKind::ArrayOp(ArrayOp::Map, g, inner) = &body.kind else {
+            return None;
+        };
+        let ExprKind::Lambda(qs, dot) = &g.kind else {
+            return None;
+        };
+        let [Param {
+            pat: Pattern::Var(b, _),
+            ..
+        }] = &qs[..]
+        else {
+            return None;
+        };
+        let is_dot = match &dot.kind {
+            ExprKind::Apply(callee, xs) => match (&callee.kind, &xs[..]) {
+                (ExprKind::Var(name), [x, y]) => self.dot_def(name) && dot_operands(x, y, a, b),
+                _ => false,
+            },
+            _ => dot_of(dot).is_some_and(|(x, y)| dot_operands(x, y, a, b)),
+        };
+        is_dot.then_some((a, b, &inner[0]))
+    }
+
+    /// Whether `name` is a definition `(x, y) -> reduce (+) 0 (map2 (*) x y)`
+    /// (or of `y x`), its parameters `[R; n]`.
+    fn dot_def(&self, name: &Name) -> bool {
+        self.defs.iter().any(|d| {
+            d.name == *name
+                && match (&d.params[..], dot_of(&d.body)) {
+                    ([p, q], Some((x, y))) => {
+                        let vector = |t: &Option<Type>| {
+                            matches!(t, Some(Type::Array(e, _)) if **e == Type::Real)
+                        };
+                        vector(&p.ty) && vector(&q.ty) && dot_operands(x, y, &p.name, &q.name)
+                    }
+                    _ => false,
+                }
+        })
     }
 
     /// The rows and columns of a matrix of reals.
@@ -1103,7 +1249,13 @@ impl Checker<'_> {
                 Ok(Type::Fun(tys, Box::new(ret)))
             }
             ExprKind::Apply(f, args) => self.apply(e, f, args),
-            ExprKind::ArrayOp(op, f, args) => self.array_op(*op, f, args, e.span),
+            ExprKind::ArrayOp(op, f, args) => {
+                let t = self.array_op(*op, f, args, e.span)?;
+                if *op == ArrayOp::Map {
+                    self.product(e, f, &args[0])?;
+                }
+                Ok(t)
+            }
             ExprKind::Builtin(b, args) => self.builtin(e, *b, args),
             ExprKind::Derive(d, f, args) => self.derivative(*d, f, args, e.span),
         }
@@ -1685,6 +1837,10 @@ impl Checker<'_> {
         match op {
             ArrayOp::Map => {
                 let (t, n) = self.array(&args[0], "`map`")?;
+                if self.fixes.is_some() {
+                    self.mapped
+                        .insert(&args[0] as *const Expr, Type::array(t.clone(), n.clone()));
+                }
                 let u = self.check_fn(f, &[t], &what)?;
                 Ok(Type::array(u, n))
             }
