@@ -401,11 +401,12 @@ def f(X: [[R; d]; m], W: [[R; d]; h]) -> [[R; h]; m] = {body}"
             .unwrap();
         assert!(interpreted.same(&native));
     }
-    // Not a product: the inner array reads the outer element; more than a
-    // dot product in the inner map; a sum that is not `reduce (+) 0`.
+    // Not a product: the inner array reads the outer element; a dot
+    // product that is not of the two rows; a sum that is not `reduce (+)
+    // 0`; a product of another operator.
     for body in [
         "map (x. map (w. reduce (+) 0 (map2 (*) x w)) (map (r. map2 (*) r x) W)) X",
-        "map (x. map (w. reduce (+) 0 (map2 (*) x w) + 1) W) X",
+        "map (x. map (w. reduce (+) 0 (map2 (*) x x)) W) X",
         "map (x. map (w. reduce (+) 1 (map2 (*) x w)) W) X",
         "map (x. map (w. reduce (+) 0 (map2 (+) x w)) W) X",
     ] {
@@ -421,4 +422,46 @@ fn a_recognised_product_differentiates_as_one() {
     let jit = Jit::new().unwrap().verify(true);
     let outcome = check_program(text, &[matrix(6, 4, 27), matrix(3, 4, 28)], false, &jit);
     assert!(outcome.native && outcome.gradients && outcome.finite_differences > 0);
+}
+
+#[test]
+fn a_layer_applied_one_row_at_a_time_is_batched_into_one_product() {
+    let source = |text: &str| -> String {
+        let program = Program::parse("t.grad", text).unwrap_or_else(|e| panic!("{e}"));
+        program
+            .last_function()
+            .unwrap()
+            .closed()
+            .unwrap()
+            .body
+            .to_string()
+    };
+    let layer = "def dot(a: [R; n], b: [R; n]) -> R = reduce (+) 0 (map2 (*) a b)
+def f(W: [[R; d]; h], c: [R; h], V: [R; h], X: [[R; d]; m], Y: [R; m]) -> R =
+  reduce (+) 0 (map2 (x, y. let hidden = map2 (w, b. tanh(dot(w, x) + b)) W c in
+    let out = reduce (+) 0 (map2 (*) V hidden) in (out - y) * (out - y)) X Y)";
+    let printed = source(layer);
+    assert!(printed.contains("matmul(X, transpose(W))"), "{printed}");
+    let jit = Jit::new().unwrap().verify(true);
+    let args = [
+        matrix(3, 4, 29),
+        matrix(1, 3, 30).as_array().unwrap()[0].clone(),
+        matrix(1, 3, 31).as_array().unwrap()[0].clone(),
+        matrix(5, 4, 32),
+        matrix(1, 5, 33).as_array().unwrap()[0].clone(),
+    ];
+    let outcome = check_program(layer, &args, false, &jit);
+    assert!(outcome.native && outcome.gradients && outcome.finite_differences > 0);
+    // Not batched: the weights are bound inside the row's body; the row
+    // variable is bound again; the rows are not a variable.
+    for text in [
+        "def f(W: [[R; d]; h], X: [[R; d]; m]) -> R =
+  reduce (+) 0 (map (x. let U = map (r. map (v. v * 2) r) W in reduce (+) 0 (map (u. reduce (+) 0 (map2 (*) u x)) U)) X)",
+        "def f(W: [[R; d]; h], X: [[R; d]; m]) -> R =
+  reduce (+) 0 (map (x. let x = map (v. v + 1) x in reduce (+) 0 (map (w. reduce (+) 0 (map2 (*) w x)) W)) X)",
+        "def f(W: [[R; d]; h], X: [[R; d]; m]) -> R =
+  reduce (+) 0 (map (x. reduce (+) 0 (map (w. reduce (+) 0 (map2 (*) w x)) W)) (map (r. r) X))",
+    ] {
+        assert!(!source(text).contains("matmul"), "{text}");
+    }
 }

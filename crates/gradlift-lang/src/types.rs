@@ -656,6 +656,20 @@ enum Fix {
     /// not reading `a`: `matmul(n, A, transpose(k, B))`, for
     /// `B : [[R; k]; n]` ([`Checker::product`]).
     Product { n: Size, k: Size },
+    /// A dot product of a batched layer ([`Checker::row_products`]): the
+    /// variable holding it.
+    Read(Name),
+    /// The map of a batched layer: it also reads the row `drow` of the
+    /// products, its element `dd`.
+    ReadsRow { dd: Name, drow: Name },
+    /// The map over the rows `x` of a batched layer: it also reads the rows
+    /// of `matmul(h, X, transpose(d, W))`, each as `drow`.
+    RowsOf {
+        drow: Name,
+        w: Name,
+        h: Size,
+        d: Size,
+    },
     /// `unzip(A)` of k-tuples: `let unzipped = A in (map (p. p.0)
     /// unzipped, …)`. Nothing written by the user is in the scope of the
     /// names it binds.
@@ -689,6 +703,22 @@ fn dot_of(e: &Expr) -> Option<(&Expr, &Expr)> {
         && matches!(plus.kind, ExprKind::PrimFn(Prim::Add))
         && matches!(times.kind, ExprKind::PrimFn(Prim::Mul)))
     .then(|| (&xs[0], &xs[1]))
+}
+
+/// The names every `let` and lambda of `e` binds.
+fn binders(e: &Expr, out: &mut Vec<Name>) {
+    guard(|| binders_of(e, out))
+}
+
+fn binders_of(e: &Expr, out: &mut Vec<Name>) {
+    match &e.kind {
+        ExprKind::Let { pat, .. } => pat.names(out),
+        ExprKind::Lambda(ps, _) => ps.iter().for_each(|p| p.pat.names(out)),
+        _ => {}
+    }
+    for c in e.children() {
+        binders(c, out);
+    }
 }
 
 /// Whether `(x, y)` are the variables `a` and `b`, in either order.
@@ -750,6 +780,52 @@ fn elaborate(e: &Expr, fixes: &Fixes) -> Expr {
                     )
                 }
                 (Fix::Product { .. }, _) => unreachable!("a product is fixed on a map"),
+                (Fix::Read(n), _) => Expr::new(ExprKind::Var(n.clone()), e.span),
+                (Fix::ReadsRow { dd, drow }, ExprKind::ArrayOp(_, f, mut args)) => {
+                    let ExprKind::Lambda(params, body) = &f.kind else {
+                        unreachable!("a batched layer maps a lambda")
+                    };
+                    let mut params = params.clone();
+                    params.push(Param {
+                        pat: Pattern::Var(dd.clone(), e.span),
+                        ty: None,
+                    });
+                    let f = Expr::new(ExprKind::Lambda(params, body.clone()), f.span);
+                    args.push(Expr::new(ExprKind::Var(drow.clone()), e.span));
+                    crate::sugar::map_n(f, args, e.span).expect("one parameter per array")
+                }
+                (Fix::ReadsRow { .. }, _) => unreachable!("a batched layer is a map"),
+                (Fix::RowsOf { drow, w, h, d }, ExprKind::ArrayOp(_, f, mut args)) => {
+                    let ExprKind::Lambda(params, body) = &f.kind else {
+                        unreachable!("rows of a batched layer are mapped by a lambda")
+                    };
+                    let mut params = params.clone();
+                    params.push(Param {
+                        pat: Pattern::Var(drow.clone(), e.span),
+                        ty: None,
+                    });
+                    let f = Expr::new(ExprKind::Lambda(params, body.clone()), f.span);
+                    let wt = Expr::new(
+                        ExprKind::Builtin(
+                            Builtin::Transpose,
+                            vec![
+                                crate::build::size(d),
+                                Expr::new(ExprKind::Var(w.clone()), e.span),
+                            ],
+                        ),
+                        e.span,
+                    );
+                    let products = Expr::new(
+                        ExprKind::Builtin(
+                            Builtin::MatMul,
+                            vec![crate::build::size(h), args[0].clone(), wt],
+                        ),
+                        e.span,
+                    );
+                    args.push(products);
+                    crate::sugar::map_n(f, args, e.span).expect("one parameter per array")
+                }
+                (Fix::RowsOf { .. }, _) => unreachable!("rows of a batched layer are a map"),
                 (Fix::Unzip(k), ExprKind::Apply(_, mut args)) => {
                     use crate::build::{let_in, map1, proj, pvar, tuple, var};
                     let a = args.pop().expect("one array");
@@ -911,7 +987,9 @@ impl Checker<'_> {
                     Fix::ToReal => "an integer where a real is needed, without `real(…)`",
                     Fix::Prim(_) => "a real operation applied to integers",
                     Fix::Columns(_) => "a `transpose` or `matmul` without its count of columns",
-                    Fix::Product { .. } => "a map of dot products, which only a program written by hand is read as",
+                    Fix::Product { .. } | Fix::Read(_) | Fix::ReadsRow { .. } | Fix::RowsOf { .. } => {
+                        "a map of dot products, which only a program written by hand is read as"
+                    }
                     Fix::Unzip(_) => "`unzip`, which only a program written by hand may call",
                     Fix::Lift { .. } => {
                         "a call applied element by element, which only a program written by hand may make"
@@ -998,7 +1076,7 @@ impl Checker<'_> {
             return Ok(());
         }
         let Some((a, b, b_arr)) = self.dot_products(f) else {
-            return Ok(());
+            return self.row_products(e, f, a_arr);
         };
         let mut free = std::collections::HashSet::new();
         crate::interp::free_vars(b_arr, &mut Scope::new(), &mut free);
@@ -1020,6 +1098,180 @@ impl Checker<'_> {
             }
         }
         Ok(())
+    }
+
+    /// A layer applied one row at a time: in `map (x. … map2 (w, c. E) W b
+    /// …) X` (or `map (w. E) W`), where `E` reads `dot(w, x)` and `W` is a
+    /// variable bound outside (neither `x`, `w` nor `W` bound again inside),
+    /// every `dot(w, x)` is the element `(i, j)` of `matmul(X, transpose(W))`:
+    /// the outer map also reads that product's rows, one matrix product for
+    /// all rows instead of a matrix–vector product per row. `X` must be a
+    /// variable. The first such map of the body is batched.
+    fn row_products(&mut self, e: &Expr, f: &Expr, a_arr: &Expr) -> TResult<()> {
+        let ExprKind::Var(x_arr) = &a_arr.kind else {
+            return Ok(());
+        };
+        if self.fixes.is_none() {
+            return Ok(());
+        }
+        let ExprKind::Lambda(ps, body) = &f.kind else {
+            return Ok(());
+        };
+        let Some(Param {
+            pat: Pattern::Var(x, _),
+            ..
+        }) = ps.first()
+        else {
+            return Ok(());
+        };
+        let mut outer = Vec::new();
+        for p in ps {
+            p.pat.names(&mut outer);
+        }
+        let d = match self.mapped.get(&(a_arr as *const Expr)) {
+            Some(Type::Array(row, _)) => match &**row {
+                Type::Array(r, d) if **r == Type::Real => d.clone(),
+                _ => return Ok(()),
+            },
+            _ => return Ok(()),
+        };
+        outer.push(x_arr.clone());
+        let Some((layer, w_arr, dots)) = self.find_layer(body, x, &mut outer) else {
+            return Ok(());
+        };
+        let h = match self.vars.get(&w_arr).map(|v| &v.ty) {
+            Some(Type::Array(row, h)) => match &**row {
+                Type::Array(r, dw) if **r == Type::Real && *dw == d => h.clone(),
+                _ => return Ok(()),
+            },
+            _ => return Ok(()),
+        };
+        let tag = format!("{}_{}", e.span.start, e.span.end);
+        let (dd, drow) = (
+            Name::from(format!("dot'{tag}")),
+            Name::from(format!("dots'{tag}")),
+        );
+        for dot in dots {
+            self.fix(dot, Fix::Read(dd.clone()))?;
+        }
+        self.fix(
+            layer,
+            Fix::ReadsRow {
+                dd,
+                drow: drow.clone(),
+            },
+        )?;
+        self.fix(
+            e,
+            Fix::RowsOf {
+                drow,
+                w: w_arr,
+                h,
+                d,
+            },
+        )
+    }
+
+    /// The first map of `e` over a variable `W` not in `bound` whose
+    /// function's first parameter `w` is read as `dot(w, x)`; with `W` and
+    /// the dot products. `bound` holds the names bound on the way (a map
+    /// under a binder of `x` is not searched).
+    fn find_layer<'e>(
+        &self,
+        e: &'e Expr,
+        x: &Name,
+        bound: &mut Vec<Name>,
+    ) -> Option<(&'e Expr, Name, Vec<&'e Expr>)> {
+        guard(|| self.layer_in(e, x, bound))
+    }
+
+    fn layer_in<'e>(
+        &self,
+        e: &'e Expr,
+        x: &Name,
+        bound: &mut Vec<Name>,
+    ) -> Option<(&'e Expr, Name, Vec<&'e Expr>)> {
+        if let ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, g, arrays) = &e.kind {
+            if let (ExprKind::Var(w_arr), ExprKind::Lambda(ps, gbody)) = (&arrays[0].kind, &g.kind)
+            {
+                if let Some(Pattern::Var(w, _)) = ps.first().map(|p| &p.pat) {
+                    let mut params = Vec::new();
+                    for p in ps {
+                        p.pat.names(&mut params);
+                    }
+                    let mut inner = Vec::new();
+                    binders(gbody, &mut inner);
+                    let clean = !bound.contains(w_arr)
+                        && !params.iter().any(|n| n == x || n == w_arr)
+                        && !inner.iter().any(|n| n == x || n == w || n == w_arr);
+                    if clean {
+                        let mut dots = Vec::new();
+                        self.dots_of(gbody, w, x, &mut dots);
+                        if !dots.is_empty() {
+                            return Some((e, w_arr.clone(), dots));
+                        }
+                    }
+                }
+            }
+        }
+        let mark = bound.len();
+        let mut names = Vec::new();
+        match &e.kind {
+            ExprKind::Let { pat, .. } => pat.names(&mut names),
+            ExprKind::Lambda(ps, _) => ps.iter().for_each(|p| p.pat.names(&mut names)),
+            _ => {}
+        }
+        if names.contains(x) {
+            // `x` rebound: the value may still read the outer `x`.
+            if let ExprKind::Let { value, .. } = &e.kind {
+                return self.find_layer(value, x, bound);
+            }
+            return None;
+        }
+        let mut found = None;
+        match &e.kind {
+            ExprKind::Let { value, body, .. } => {
+                found = self.find_layer(value, x, bound);
+                if found.is_none() {
+                    bound.extend(names);
+                    found = self.find_layer(body, x, bound);
+                }
+            }
+            _ => {
+                bound.extend(names);
+                for c in e.children() {
+                    found = self.find_layer(c, x, bound);
+                    if found.is_some() {
+                        break;
+                    }
+                }
+            }
+        }
+        bound.truncate(mark);
+        found
+    }
+
+    /// The nodes of `e` that are `dot(w, x)` (either order, literal or a
+    /// call of a dot-product definition).
+    fn dots_of<'e>(&self, e: &'e Expr, w: &Name, x: &Name, out: &mut Vec<&'e Expr>) {
+        guard(|| self.dots_in(e, w, x, out))
+    }
+
+    fn dots_in<'e>(&self, e: &'e Expr, w: &Name, x: &Name, out: &mut Vec<&'e Expr>) {
+        let is_dot = match &e.kind {
+            ExprKind::Apply(callee, xs) => match (&callee.kind, &xs[..]) {
+                (ExprKind::Var(name), [p, q]) => self.dot_def(name) && dot_operands(p, q, w, x),
+                _ => false,
+            },
+            _ => dot_of(e).is_some_and(|(p, q)| dot_operands(p, q, w, x)),
+        };
+        if is_dot {
+            out.push(e);
+            return;
+        }
+        for c in e.children() {
+            self.dots_of(c, w, x, out);
+        }
     }
 
     /// `(a, b, B)` when `f` is `(a. map (b. dot(a, b)) B)`.
@@ -1251,8 +1503,10 @@ impl Checker<'_> {
             ExprKind::Apply(f, args) => self.apply(e, f, args),
             ExprKind::ArrayOp(op, f, args) => {
                 let t = self.array_op(*op, f, args, e.span)?;
-                if *op == ArrayOp::Map {
-                    self.product(e, f, &args[0])?;
+                match op {
+                    ArrayOp::Map => self.product(e, f, &args[0])?,
+                    ArrayOp::Map2 => self.row_products(e, f, &args[0])?,
+                    _ => {}
                 }
                 Ok(t)
             }
@@ -1846,6 +2100,10 @@ impl Checker<'_> {
             }
             ArrayOp::Map2 => {
                 let (t1, n1) = self.array(&args[0], "`map2`")?;
+                if self.fixes.is_some() {
+                    self.mapped
+                        .insert(&args[0] as *const Expr, Type::array(t1.clone(), n1.clone()));
+                }
                 let (t2, n2) = self.array(&args[1], "`map2`")?;
                 if n1 != n2 {
                     return invalid(
