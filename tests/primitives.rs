@@ -322,3 +322,77 @@ fn native_code_gives_the_interpreters_bits_everywhere() {
         }
     }
 }
+
+#[test]
+fn maps_and_sums_in_pairs_give_the_interpreters_bits() {
+    // Native loops over arrays of reals compute two elements at once
+    // (`f64x2`); every lane must keep the scalar bits, and a sum the
+    // order of `reduce_order`, for every length (odd ones end with a
+    // scalar element; a sum's tail is folded apart from its lanes).
+    let special = [
+        -2.5,
+        -0.0,
+        0.0,
+        0.5,
+        1.0,
+        3.0,
+        1e-310,
+        1e300,
+        -1e300,
+        745.5,
+        -745.5,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        0.7,
+        -1.3,
+        2.1,
+    ];
+    let jit = Jit::new().unwrap().verify(true);
+    let lengths = [0usize, 1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 40];
+    for p in Prim::ALL {
+        let info = p.info();
+        if info.kind() != PrimKind::Real || info.fixity != Fixity::Call {
+            continue;
+        }
+        let call = match info.arity {
+            1 => format!("{}(a)", info.name),
+            _ => format!("{}(a, b)", info.name),
+        };
+        // The elements alone; a map fused into a sum; a map reading a
+        // shifted map of an array and a real computed before the loop.
+        let texts = [
+            format!("def f(xs: [R; n], ys: [R; n]) -> [R; n] = map2 (a, b. {call}) xs ys"),
+            format!(
+                "def f(xs: [R; n], ys: [R; n]) -> R = reduce (+) 0 (map2 (a, b. {call} * a) xs ys)"
+            ),
+            format!(
+                "def f(xs: [R; n], ys: [R; n]) -> R = reduce max (-1) (map2 (a, b. {call}) xs ys)"
+            ),
+            format!(
+                "def f(xs: [R; n], ys: [R; n]) -> R =
+                   let s = xs[0] * 2 in
+                   reduce (+) 0 (map2 (a, b. let c = {call} in c * s - a) (shift1L (map (x. x + 1) xs)) (shift1R ys))"
+            ),
+        ];
+        for text in &texts {
+            let program = Program::parse("p.grad", text).unwrap_or_else(|e| panic!("{e}"));
+            let f = program.last_function().unwrap();
+            let compiled = f.compile(&jit).unwrap_or_else(|e| panic!("{text}: {e}"));
+            for (k, &n) in lengths.iter().enumerate() {
+                let xs: Vec<f64> = (0..n).map(|i| special[(i + k) % special.len()]).collect();
+                let ys: Vec<f64> = (0..n)
+                    .map(|i| special[(3 * i + 1) % special.len()])
+                    .collect();
+                let args = [Value::reals(&xs), Value::reals(&ys)];
+                let interpreted = f.eval(&args);
+                let native = compiled.call(&args);
+                match (interpreted, native) {
+                    (Ok(i), Ok(v)) => assert!(v.same(&i), "{text} at n = {n}: {v} vs {i}"),
+                    (Err(_), Err(_)) => {}
+                    (i, v) => panic!("{text} at n = {n}: {v:?} vs {i:?}"),
+                }
+            }
+        }
+    }
+}

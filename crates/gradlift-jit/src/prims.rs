@@ -135,6 +135,28 @@ fn constant(b: &mut FunctionBuilder, data: Value, at: usize) -> Value {
     b.ins().load(REAL, flags, data, (8 * at) as i32)
 }
 
+/// `x` as a value of type `ty`: itself for [`REAL`], in both lanes for
+/// [`PAIR`].
+fn as_type(b: &mut FunctionBuilder, x: Value, ty: types::Type) -> Value {
+    if ty == PAIR {
+        b.ins().splat(PAIR, x)
+    } else {
+        x
+    }
+}
+
+/// [`constant`] as a value of type `ty`.
+fn constant_as(b: &mut FunctionBuilder, data: Value, at: usize, ty: types::Type) -> Value {
+    let c = constant(b, data, at);
+    as_type(b, c, ty)
+}
+
+/// The real `c` as a value of type `ty`.
+fn f64const_as(b: &mut FunctionBuilder, c: f64, ty: types::Type) -> Value {
+    let c = b.ins().f64const(c);
+    as_type(b, c, ty)
+}
+
 /// `shifted` = x · N / ln 2 + 1.5 · 2^52 (one fused operation), its bits
 /// (those of 1.5 · 2^52 + k), and the table's pair for k mod N.
 fn lower_table_entry(
@@ -172,20 +194,28 @@ fn lower_times_exp_reduced(
 }
 
 /// e^r − 1 (`expm1_reduced` of [`gradlift_lang::exp`]): the reduction and
-/// the polynomial, fused.
+/// the polynomial, fused; of reals or of pairs (`x`'s type), the constants
+/// the same in both lanes.
 fn lower_expm1_reduced(b: &mut FunctionBuilder, data: Value, x: Value, shifted: Value) -> Value {
     use gradlift_lang::exp as e;
-    let shift = b.ins().f64const(e::SHIFT);
+    let ty = b.func.dfg.value_type(x);
+    let shift = f64const_as(b, e::SHIFT, ty);
     let kd = b.ins().fsub(shifted, shift);
     let minus_kd = b.ins().fneg(kd);
-    let step_hi = constant(b, data, e::AT_STEP_HI);
+    let step_hi = constant_as(b, data, e::AT_STEP_HI, ty);
     let r = b.ins().fma(minus_kd, step_hi, x);
-    let step_lo = constant(b, data, e::AT_STEP_LO);
+    let step_lo = constant_as(b, data, e::AT_STEP_LO, ty);
     let r = b.ins().fma(minus_kd, step_lo, r);
     let r2 = b.ins().fmul(r, r);
-    let (c5, c4) = (constant(b, data, e::AT_C5), b.ins().f64const(e::C4));
+    let (c5, c4) = (
+        constant_as(b, data, e::AT_C5, ty),
+        f64const_as(b, e::C4, ty),
+    );
     let high = b.ins().fma(r, c5, c4);
-    let (c3, c2) = (constant(b, data, e::AT_C3), b.ins().f64const(e::C2));
+    let (c3, c2) = (
+        constant_as(b, data, e::AT_C3, ty),
+        f64const_as(b, e::C2, ty),
+    );
     let low = b.ins().fma(r, c3, c2);
     let q = b.ins().fma(r2, high, low);
     b.ins().fma(r2, q, r)
@@ -231,6 +261,171 @@ fn lower_tanh(b: &mut FunctionBuilder, table: GlobalValue, x: Value) -> Value {
     b.switch_to_block(join);
     b.seal_block(join);
     result
+}
+
+/// The lanes of a pair, as reals.
+fn lanes(b: &mut FunctionBuilder, v: Value) -> [Value; 2] {
+    [b.ins().extractlane(v, 0), b.ins().extractlane(v, 1)]
+}
+
+/// A pair of reals from its lanes.
+fn pair(b: &mut FunctionBuilder, lo: Value, hi: Value) -> Value {
+    let v = b.ins().scalar_to_vector(PAIR, lo);
+    b.ins().insertlane(v, hi, 1)
+}
+
+/// `if take_second then c else a`, lane by lane (`take_second` a lane
+/// mask, as `fcmp` of pairs gives).
+fn select_pair(b: &mut FunctionBuilder, take_second: Value, c: Value, a: Value) -> Value {
+    let mask = b.ins().bitcast(PAIR, MemFlagsData::new(), take_second);
+    b.ins().bitselect(mask, c, a)
+}
+
+/// The table pair (`hi`, `lo`) of each lane of `bits` (those of
+/// `shifted`), as two pairs: the lookups are one lane at a time. The
+/// index is masked, so every lookup is in the table whatever the lane
+/// holds.
+fn table_pairs(b: &mut FunctionBuilder, data: Value, bits: [Value; 2]) -> (Value, Value) {
+    let flags = MemFlagsData::trusted().with_readonly();
+    let mut his = [bits[0]; 2];
+    let mut los = [bits[0]; 2];
+    for (lane, &k) in bits.iter().enumerate() {
+        let j = b
+            .ins()
+            .band_imm_s(k, (1 << gradlift_lang::exp::TABLE_BITS) - 1);
+        let offset = b.ins().ishl_imm_s(j, 4);
+        let at = b.ins().iadd(data, offset);
+        his[lane] = b.ins().load(REAL, flags, at, 0);
+        los[lane] = b.ins().load(REAL, flags, at, 8);
+    }
+    (pair(b, his[0], his[1]), pair(b, los[0], los[1]))
+}
+
+/// `shifted` = x · N / ln 2 + SHIFT of a pair, its bits as a pair of
+/// integers and lane by lane, and the table pairs ([`lower_table_entry`]
+/// of each lane).
+fn lower_table_entry_pair(
+    b: &mut FunctionBuilder,
+    data: Value,
+    x: Value,
+) -> (Value, Value, [Value; 2], Value, Value) {
+    use gradlift_lang::exp as e;
+    let inv_step = constant_as(b, data, e::AT_INV_STEP, PAIR);
+    let shift = f64const_as(b, e::SHIFT, PAIR);
+    let shifted = b.ins().fma(x, inv_step, shift);
+    let bits = b.ins().bitcast(types::I64X2, MemFlagsData::new(), shifted);
+    let lane_bits = [b.ins().extractlane(bits, 0), b.ins().extractlane(bits, 1)];
+    let (hi, lo) = table_pairs(b, data, lane_bits);
+    (shifted, bits, lane_bits, hi, lo)
+}
+
+/// [`lower_scale`] of a pair of integer bits.
+fn lower_scale_pair(b: &mut FunctionBuilder, bits: Value) -> Value {
+    let m = b.ins().ushr_imm_s(bits, gradlift_lang::exp::TABLE_BITS);
+    let bias = b.ins().iconst(types::I64, 1023);
+    let bias = b.ins().splat(types::I64X2, bias);
+    let biased = b.ins().iadd(m, bias);
+    let field = b.ins().ishl_imm_s(biased, 52);
+    b.ins().bitcast(PAIR, MemFlagsData::new(), field)
+}
+
+/// `exp` of a pair, each lane with [`lower_exp`]'s bits: when both lanes
+/// are in the fast range, its operations on both lanes at once (the table
+/// read one lane at a time); otherwise, in a cold block, [`lower_exp`] of
+/// each lane.
+fn lower_exp_pair(
+    b: &mut FunctionBuilder,
+    calls: &dyn Fn(Prim) -> FuncRef,
+    table: GlobalValue,
+    x: Value,
+) -> Value {
+    use gradlift_lang::exp as e;
+    let fast = b.create_block();
+    let slow = b.create_block();
+    let join = b.create_block();
+    b.set_cold_block(slow);
+    let result = b.append_block_param(join, PAIR);
+    let data = b.ins().symbol_value(types::I64, table);
+    let (shifted, bits, lane_bits, hi, lo) = lower_table_entry_pair(b, data, x);
+    let mut both = None;
+    for k in lane_bits {
+        let key = b
+            .ins()
+            .iadd_imm_s(k, e::FAST_K.wrapping_sub(e::SHIFT.to_bits()) as i64);
+        let small = b
+            .ins()
+            .icmp_imm_s(IntCC::UnsignedLessThan, key, 2 * e::FAST_K as i64);
+        both = Some(match both {
+            None => small,
+            Some(s) => b.ins().band(s, small),
+        });
+    }
+    let both = both.expect("two lanes");
+    b.ins().brif(both, fast, &[], slow, &[]);
+
+    b.switch_to_block(fast);
+    b.seal_block(fast);
+    let p = lower_expm1_reduced(b, data, x, shifted);
+    let t = b.ins().fma(hi, p, lo);
+    let y = b.ins().fadd(hi, t);
+    let scale = lower_scale_pair(b, bits);
+    let y = b.ins().fmul(y, scale);
+    b.ins().jump(join, &[BlockArg::Value(y)]);
+
+    b.switch_to_block(slow);
+    b.seal_block(slow);
+    let [x0, x1] = lanes(b, x);
+    let (y0, y1) = (
+        lower_prim(b, calls, Some(table), Prim::Exp, &[x0]),
+        lower_prim(b, calls, Some(table), Prim::Exp, &[x1]),
+    );
+    let y = pair(b, y0, y1);
+    b.ins().jump(join, &[BlockArg::Value(y)]);
+
+    b.switch_to_block(join);
+    b.seal_block(join);
+    result
+}
+
+/// The magnitude of `m` with the sign of `s`, lane by lane (as
+/// `fcopysign` of reals): `(m & !sign) | (s & sign)`.
+fn copysign_pair(b: &mut FunctionBuilder, m: Value, s: Value) -> Value {
+    let sign = f64const_as(b, -0.0, PAIR);
+    let magnitude = b.ins().band_not(m, sign);
+    let signs = b.ins().band(s, sign);
+    b.ins().bor(magnitude, signs)
+}
+
+/// `tanh` of a pair, each lane with [`lower_tanh`]'s bits, without a
+/// branch: both lanes compute the inside formula (its table index masked,
+/// so in range whatever the lane holds) and the outside value, and each
+/// keeps its own.
+fn lower_tanh_pair(b: &mut FunctionBuilder, table: GlobalValue, x: Value) -> Value {
+    use gradlift_lang::exp as e;
+    let a = b.ins().fabs(x);
+    let bound = f64const_as(b, e::TANH_BOUND, PAIR);
+    let one = f64const_as(b, 1.0, PAIR);
+    let unit = copysign_pair(b, one, x);
+    let large = b.ins().fcmp(FloatCC::GreaterThanOrEqual, a, bound);
+    let outside = select_pair(b, large, unit, x);
+
+    let data = b.ins().symbol_value(types::I64, table);
+    let y = b.ins().fadd(a, a);
+    let (shifted, bits, _, hi, lo) = lower_table_entry_pair(b, data, y);
+    let scale = lower_scale_pair(b, bits);
+    let hi = b.ins().fmul(hi, scale);
+    let lo = b.ins().fmul(lo, scale);
+    let p = lower_expm1_reduced(b, data, y, shifted);
+    let minus_one = b.ins().fsub(hi, one);
+    let correction = b.ins().fma(hi, p, lo);
+    let t = b.ins().fadd(minus_one, correction);
+    let two = f64const_as(b, 2.0, PAIR);
+    let denominator = b.ins().fadd(t, two);
+    let quotient = b.ins().fdiv(t, denominator);
+    let inside = copysign_pair(b, quotient, x);
+
+    let small = b.ins().fcmp(FloatCC::GreaterThan, bound, a);
+    select_pair(b, small, inside, outside)
 }
 
 /// Emits primitive `p` applied to `args` (reals, or conditions for the
@@ -358,6 +553,75 @@ pub(crate) fn lower_prim(
         Lowering::ToInt => b.ins().fcvt_to_sint_sat(types::I64, args[0]),
     }
 }
+
+/// Emits primitive `p`, of kind [`PrimKind::Real`](gradlift_lang::prim::PrimKind),
+/// applied lane by lane to two-lane vectors of reals ([`types::F64X2`],
+/// elements `i` and `i + 1` of a loop, see `arrays/pairs.rs`). Each lane
+/// gets exactly the bits [`lower_prim`] gives it: the arithmetic
+/// instructions act on both lanes at once (IEEE operations, rounded per
+/// lane); `min` and `max` compare both lanes and select bit by bit, in the
+/// scalar sequence's order (a tie or a NaN keeps the first argument); every
+/// other primitive — the inline sequences of `exp` and `tanh`, the calls,
+/// `floor` and `ceil` — runs [`lower_prim`] on each lane and puts the two
+/// results back together.
+pub(crate) fn lower_prim_pair(
+    b: &mut FunctionBuilder,
+    calls: &dyn Fn(Prim) -> FuncRef,
+    table: Option<GlobalValue>,
+    p: Prim,
+    args: &[Value],
+) -> Value {
+    let select = select_pair;
+    let table_if_declared = table;
+    let table = || table.expect("the caller declares the table of `exp`");
+    match p.info().lowering {
+        Lowering::Instruction(Instruction::Fadd) => b.ins().fadd(args[0], args[1]),
+        Lowering::Instruction(Instruction::Fsub) => b.ins().fsub(args[0], args[1]),
+        Lowering::Instruction(Instruction::Fmul) => b.ins().fmul(args[0], args[1]),
+        Lowering::Instruction(Instruction::Fdiv) => b.ins().fdiv(args[0], args[1]),
+        Lowering::Instruction(Instruction::Fneg) => b.ins().fneg(args[0]),
+        Lowering::Instruction(Instruction::Sqrt) => b.ins().sqrt(args[0]),
+        Lowering::Instruction(Instruction::Fabs) => b.ins().fabs(args[0]),
+        Lowering::Inline(Sequence::Min) => {
+            let (a, c) = (args[0], args[1]);
+            let take_second = b.ins().fcmp(FloatCC::LessThan, c, a);
+            select(b, take_second, c, a)
+        }
+        Lowering::Inline(Sequence::Max) => {
+            let (a, c) = (args[0], args[1]);
+            let take_second = b.ins().fcmp(FloatCC::GreaterThan, c, a);
+            select(b, take_second, c, a)
+        }
+        Lowering::Inline(Sequence::Exp) => lower_exp_pair(b, calls, table(), args[0]),
+        Lowering::Inline(Sequence::Tanh) => lower_tanh_pair(b, table(), args[0]),
+        Lowering::Inline(Sequence::Sigmoid) => {
+            let x = args[0];
+            let a = b.ins().fabs(x);
+            let minus = b.ins().fneg(a);
+            let e = lower_exp_pair(b, calls, table(), minus);
+            let one = f64const_as(b, 1.0, PAIR);
+            let t = b.ins().fadd(one, e);
+            let above = b.ins().fdiv(one, t);
+            let below = b.ins().fdiv(e, t);
+            let zero = f64const_as(b, 0.0, PAIR);
+            let positive = b.ins().fcmp(FloatCC::GreaterThanOrEqual, x, zero);
+            select(b, positive, above, below)
+        }
+        _ => {
+            let table = table_if_declared;
+            let split: Vec<[Value; 2]> = args.iter().map(|&v| lanes(b, v)).collect();
+            let mut out = [args[0]; 2];
+            for (lane, y) in out.iter_mut().enumerate() {
+                let xs: Vec<Value> = split.iter().map(|l| l[lane]).collect();
+                *y = lower_prim(b, calls, table, p, &xs);
+            }
+            pair(b, out[0], out[1])
+        }
+    }
+}
+
+/// Two reals, elements `i` and `i + 1`, in one vector register.
+pub(crate) const PAIR: types::Type = types::F64X2;
 
 /// `(a // d, a % d)` rounded down, for `d ≠ 0` (checked by the caller):
 /// the truncated quotient and remainder, moved down by one (and the

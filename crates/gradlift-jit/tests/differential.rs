@@ -148,7 +148,9 @@ fn cheap_conditionals_are_selects_and_agree_with_the_interpreter() {
         assert!(got.same(&want), "v = {v}: JIT {got}, interpreter {want}");
     }
     // A side that calls a library function or builds an array branches.
-    let source = "def f(x: [R; n], v: R) -> R =
+    // (The array has a constant length of one chunk: a reduce of a longer
+    // one folds its chunks' results with a `select` of its own.)
+    let source = "def f(x: [R; 2], v: R) -> R =
       if v > 0 then sin(v) else reduce (+) 0 x";
     let checked = check_source("<test>", source).unwrap();
     let closed = inline(&checked, 0);

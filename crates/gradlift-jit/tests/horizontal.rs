@@ -240,3 +240,20 @@ fn folds_that_cannot_ride_along_a_stored_map_with_its_pairs_run_on_their_own() {
         run(source, &args);
     }
 }
+
+#[test]
+fn folds_ride_along_a_map_computed_two_elements_at_a_time() {
+    // The map's elements are reals from an array by primitives: its loop
+    // computes them in pairs, and the folds take their steps on each
+    // element in order, the odd last one included.
+    let source = "def f(x: [R; n], a: R) -> (R, R, R, R, [R; n]) =
+      let P = map (v. exp(v - a) * 0.5) x in
+      let t = foldl (acc, p. acc + p) 0 P in
+      let s = foldl (acc, q. acc * 0.5 + q.0 * q.1) 1 (zip(P, x)) in
+      (t + s, t * s, s, t, P)";
+    for n in 0..10 {
+        let (_, loops) = run(source, &[data(n), Value::Real(0.25)]);
+        // The map with both folds, then the copy of `P` to the result.
+        assert_eq!(loops, 3, "n = {n}");
+    }
+}

@@ -101,3 +101,62 @@ fn other_reductions_are_left_folds() {
     );
     assert_eq!(got.as_real(), Some(1e16));
 }
+
+#[test]
+fn long_arrays_are_reduced_in_chunks_from_the_left() {
+    use gradlift_lang::reduce_order::{chunk_in_lanes, CHUNK};
+    // The chunks' results are combined from the left: a sum of chunks
+    // whose results are 1e16, then ones, loses the ones one chunk at a
+    // time as a left fold does; within a chunk the lanes meet first.
+    let y = Value::reals(&[0.5, -1.25, 2.0]);
+    for (op, z) in [
+        ("(+)", "0.25"),
+        ("(*)", "1"),
+        ("max", "(-1e300)"),
+        ("min", "1e300"),
+    ] {
+        for body in [
+            "v * 1.5 - 0.25",
+            "v * reduce (+) 0 (map (u. u * v) y)",
+            // Not computed in pairs: a condition.
+            "if v > 0 then v else v * 0.5",
+        ] {
+            let source =
+                format!("def f(x: [R; n], y: [R; 3]) -> R = reduce {op} {z} (map (v. {body}) x)");
+            for n in [
+                CHUNK - 1,
+                CHUNK,
+                CHUNK + 1,
+                CHUNK + 4,
+                2 * CHUNK + 7,
+                3 * CHUNK,
+            ] {
+                let x = Value::reals(&reals(n, n as u64));
+                check(&source, &[x, y.clone()]);
+            }
+        }
+    }
+    // Exactly the shared definition: two chunks, then the third.
+    let n = 2 * CHUNK + 3;
+    let x = reals(n, 11);
+    let got = check(
+        "def f(x: [R; n]) -> R = reduce (+) 0.5 x",
+        &[Value::reals(&x)],
+    );
+    let mut add = |a: f64, b: f64| Ok::<f64, ()>(a + b);
+    let part = |k: usize, add: &mut dyn FnMut(f64, f64) -> Result<f64, ()>| {
+        let from = k * CHUNK;
+        let len = CHUNK.min(n - from);
+        chunk_in_lanes(-0.0, len, |i| Ok(x[from + i]), &mut |a, b| add(a, b)).unwrap()
+    };
+    let (r0, r1, r2) = (part(0, &mut add), part(1, &mut add), part(2, &mut add));
+    let want = 0.5 + ((r0 + r1) + r2);
+    assert_eq!(got.as_real().unwrap().to_bits(), want.to_bits());
+    // A constant length of one chunk or less needs no loop over chunks;
+    // its order is the same.
+    let x = reals(CHUNK, 3);
+    check(
+        &format!("def f(x: [R; {CHUNK}]) -> R = reduce (+) 0 x"),
+        &[Value::reals(&x)],
+    );
+}

@@ -10,11 +10,19 @@
 //! of a sum do not wait on each other:
 //!
 //! ```text
-//! l[j] = e                              for j in 0..4   (e: the operator's identity)
-//! l[j] = l[j] op A[4b + j]              for each block b in 0..n/4, j in 0..4
-//! t    = e op A[i]…                     the left fold of the last n mod 4 elements from e
-//! result = z op (((l0 op l2) op (l1 op l3)) op t)
+//! for each chunk C of A (CHUNK = 2^14 elements, the last one shorter; one
+//! empty chunk when A is empty), of m elements:
+//!   l[j] = e                            for j in 0..4   (e: the operator's identity)
+//!   l[j] = l[j] op C[4b + j]            for each block b in 0..m/4, j in 0..4
+//!   t    = e op C[i]…                   the left fold of the last m mod 4 elements from e
+//!   r_C  = ((l0 op l2) op (l1 op l3)) op t
+//! result = z op (((r_0 op r_1) op r_2) …)   the chunks' results from the left
 //! ```
+//!
+//! The chunks are fixed by the length alone, so that the chunks of a long
+//! array may be combined on several threads (`gradlift-jit`'s thread pool)
+//! with the bits of one: an array of at most `CHUNK` elements is one
+//! chunk, `result = z op r_0`.
 //!
 //! The identity is exact (`-0.0` for `+`, so that a sum of `+0.0`s stays
 //! `+0.0`; `1` for `*`; `-inf` for `max`; `inf` for `min`), so every lane
@@ -35,6 +43,10 @@ use crate::syntax::{Expr, ExprKind, Param, Pattern};
 
 /// How many lanes a `reduce` of reals combines its elements in.
 pub const LANES: usize = 4;
+
+/// How many elements a chunk of a `reduce` in lanes holds (a power of
+/// two, a multiple of [`LANES`]): 2¹⁴ reals, 128 KiB.
+pub const CHUNK: usize = 1 << 14;
 
 /// The identity of a primitive that a `reduce` of reals runs in lanes, or
 /// `None` for the primitives that it folds from the left.
@@ -90,6 +102,33 @@ pub fn reduce_in_lanes<E>(
     mut element: impl FnMut(usize) -> Result<f64, E>,
     mut op: impl FnMut(f64, f64) -> Result<f64, E>,
 ) -> Result<f64, E> {
+    let mut s = None;
+    for c in 0..chunks(n) {
+        let start = c * CHUNK;
+        let len = CHUNK.min(n - start);
+        let r = chunk_in_lanes(identity, len, |i| element(start + i), &mut op)?;
+        s = Some(match s {
+            None => r,
+            Some(s) => op(s, r)?,
+        });
+    }
+    op(z, s.expect("at least one chunk"))
+}
+
+/// How many chunks a `reduce` of `n` elements in lanes has: `n / CHUNK`
+/// rounded up, and one (empty) for `n = 0`.
+pub fn chunks(n: usize) -> usize {
+    n.div_ceil(CHUNK).max(1)
+}
+
+/// The combination of one chunk's `n` elements, read by `element`, in
+/// lanes from the identity: `((l0 op l2) op (l1 op l3)) op t`.
+pub fn chunk_in_lanes<E>(
+    identity: f64,
+    n: usize,
+    mut element: impl FnMut(usize) -> Result<f64, E>,
+    op: &mut impl FnMut(f64, f64) -> Result<f64, E>,
+) -> Result<f64, E> {
     let mut lanes = [identity; LANES];
     let blocks = n / LANES;
     for b in 0..blocks {
@@ -101,9 +140,8 @@ pub fn reduce_in_lanes<E>(
     for i in blocks * LANES..n {
         t = op(t, element(i)?)?;
     }
-    let s = combine_lanes(&lanes, &mut op)?;
-    let s = op(s, t)?;
-    op(z, s)
+    let s = combine_lanes(&lanes, op)?;
+    op(s, t)
 }
 
 /// The tree that combines the lanes: `(l0 op l2) op (l1 op l3)`.

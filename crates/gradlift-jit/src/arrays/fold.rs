@@ -3,7 +3,7 @@
 //! and the ends of scans read as folds.
 
 use super::*;
-use gradlift_lang::reduce_order::LANES;
+use gradlift_lang::reduce_order::{CHUNK, LANES};
 
 impl Translator<'_, '_> {
     /// A [`Fold`] starting from the value of `start`.
@@ -75,17 +75,11 @@ impl Translator<'_, '_> {
         )
     }
 
-    /// A `reduce` of reals by `(+)`, `(*)`, `max` or `min`, in the lanes of
-    /// `gradlift_lang::reduce_order` (the interpreter's order).
-    ///
-    /// When an element costs a few instructions, a loop over blocks of
-    /// [`LANES`] elements holds each lane in a loop-carried variable, so
-    /// that the lanes' operations overlap, and a second loop folds the
-    /// last `n mod LANES` elements (the body is emitted `LANES + 1`
-    /// times). When computing an element runs a loop of its own
-    /// ([`runs_loops`]), overlapping gains nothing and the copies would
-    /// multiply the code: one loop over all the elements adds each to its
-    /// lane, or to the tail, kept in a small stack array.
+    /// A `reduce` of reals by `(+)`, `(*)`, `max` or `min`, in the chunks
+    /// and lanes of `gradlift_lang::reduce_order` (the interpreter's
+    /// order): a loop over the chunks (none when the length is a constant
+    /// of at most one chunk) folds their results from the left, the first
+    /// taken as it is.
     pub(super) fn reduce_in_lanes(
         &mut self,
         p: gradlift_lang::Prim,
@@ -95,27 +89,92 @@ impl Translator<'_, '_> {
         a: Source<'_>,
         tys: &[Type; 2],
     ) -> Result<Values, JitError> {
+        let Values::Real(z) = z else {
+            return Err(JitError::Internal("a reduce in lanes of non-reals".into()));
+        };
+        let n = a.len();
+        let s = if self.constant(n).is_some_and(|n| n <= CHUNK as i64) {
+            let zero = self.iconst(0);
+            self.chunk_in_lanes(p, params, body, &a, tys, zero, n)?
+        } else {
+            let shift = CHUNK.trailing_zeros() as i64;
+            let up = self.b.ins().iadd_imm_s(n, CHUNK as i64 - 1);
+            let count = self.b.ins().ushr_imm_s(up, shift);
+            let one = self.iconst(1);
+            let count = self.b.ins().umax(count, one);
+            let s = self.b.declare_var(types::F64);
+            let zero = self.b.ins().f64const(0.0);
+            self.b.def_var(s, zero);
+            self.for_range_out(count, &[s], &mut |t, c| {
+                let n = t.entry_copy(n);
+                let start = t.b.ins().ishl_imm_s(c, shift);
+                let rest = t.b.ins().isub(n, start);
+                let chunk = t.iconst(CHUNK as i64);
+                let len = t.b.ins().smin(rest, chunk);
+                let r = t.chunk_in_lanes(p, params, body, &a, tys, start, len)?;
+                let before = t.b.use_var(s);
+                let folded = t.lane_op(params, body, tys, before, r)?;
+                let first = t.b.ins().icmp_imm_s(IntCC::Equal, c, 0);
+                let next = t.b.ins().select(first, r, folded);
+                t.b.def_var(s, next);
+                Ok(())
+            })?;
+            self.b.use_var(s)
+        };
+        Ok(Values::Real(self.lane_op(params, body, tys, z, s)?))
+    }
+
+    /// `x op y` for reals, by a reduce's own function.
+    fn lane_op(
+        &mut self,
+        params: &[Param],
+        body: &Expr,
+        tys: &[Type; 2],
+        x: Value,
+        y: Value,
+    ) -> Result<Value, JitError> {
+        match self.apply(params, body, vec![Values::Real(x), Values::Real(y)], tys)? {
+            Values::Real(v) => Ok(v),
+            _ => Err(JitError::Internal(
+                "a reduce in lanes returned a non-real".into(),
+            )),
+        }
+    }
+
+    /// One chunk of a `reduce` in lanes: elements `start .. start + n` of
+    /// `a` combined from the identity, `((l0 op l2) op (l1 op l3)) op t`.
+    ///
+    /// When an element costs a few instructions, a loop over blocks of
+    /// [`LANES`] elements holds each lane in a loop-carried variable (or
+    /// two lanes in a vector, `pairs.rs`), so that the lanes' operations
+    /// overlap, and a second loop folds the last `n mod LANES` elements
+    /// (the body is emitted `LANES + 1` times). When computing an element
+    /// runs a loop of its own ([`runs_loops`]), overlapping gains nothing
+    /// and the copies would multiply the code: one loop over all the
+    /// elements adds each to its lane, or to the tail, kept in a small
+    /// stack array.
+    #[allow(clippy::too_many_arguments)]
+    fn chunk_in_lanes(
+        &mut self,
+        p: gradlift_lang::Prim,
+        params: &[Param],
+        body: &Expr,
+        a: &Source<'_>,
+        tys: &[Type; 2],
+        start: Value,
+        n: Value,
+    ) -> Result<Value, JitError> {
         let Some(identity) = gradlift_lang::reduce_order::lane_identity(p) else {
             return Err(JitError::Internal(
                 "a reduce in lanes without an identity".into(),
             ));
         };
-        let Values::Real(z) = z else {
-            return Err(JitError::Internal("a reduce in lanes of non-reals".into()));
-        };
-        // `x op y` for reals, by the reduce's own function.
-        let op = |t: &mut Self, x: Value, y: Value| -> Result<Value, JitError> {
-            match t.apply(params, body, vec![Values::Real(x), Values::Real(y)], tys)? {
-                Values::Real(v) => Ok(v),
-                _ => Err(JitError::Internal(
-                    "a reduce in lanes returned a non-real".into(),
-                )),
-            }
-        };
-        // `acc op A[i]`, the element's temporaries released after it.
+        // `acc op A[start + i]`, the element's temporaries released after it.
         let step = |t: &mut Self, acc: Value, i: Value| -> Result<Value, JitError> {
             let mark = t.mark();
-            let x = match t.element(&a, i)? {
+            let start = t.entry_copy(start);
+            let i = t.b.ins().iadd(start, i);
+            let x = match t.element(a, i)? {
                 Values::Real(x) => x,
                 _ => {
                     return Err(JitError::Internal(
@@ -123,13 +182,12 @@ impl Translator<'_, '_> {
                     ))
                 }
             };
-            let next = op(t, acc, x)?;
+            let next = t.lane_op(params, body, tys, acc, x)?;
             t.release(mark);
             Ok(next)
         };
-        let n = a.len();
         let shift = LANES.trailing_zeros() as i64;
-        let (lanes, tail) = if runs_loops(&a) {
+        let (lanes, tail) = if runs_loops(a) {
             // Slots 0..LANES hold the lanes, slot LANES the tail.
             let slot = self
                 .b
@@ -171,18 +229,25 @@ impl Translator<'_, '_> {
                 t.b.def_var(v, e);
                 v
             };
-            let lanes: Vec<cranelift_frontend::Variable> = (0..LANES).map(|_| var(self)).collect();
             let blocks = self.b.ins().ushr_imm_s(n, shift);
-            self.for_range_out(blocks, &lanes, &mut |t, b| {
-                let base = t.b.ins().ishl_imm_s(b, shift);
-                for (j, lane) in lanes.iter().enumerate() {
-                    let i = t.b.ins().iadd_imm_s(base, j as i64);
-                    let acc = t.b.use_var(*lane);
-                    let next = step(t, acc, i)?;
-                    t.b.def_var(*lane, next);
-                }
-                Ok(())
-            })?;
+            let lanes: Vec<Value> = if self.pair_source(a) {
+                // Lanes 0 and 1 in one vector, 2 and 3 in another.
+                self.lanes_in_pairs(p, identity, a, start, blocks)?.to_vec()
+            } else {
+                let lanes: Vec<cranelift_frontend::Variable> =
+                    (0..LANES).map(|_| var(self)).collect();
+                self.for_range_out(blocks, &lanes, &mut |t, b| {
+                    let base = t.b.ins().ishl_imm_s(b, shift);
+                    for (j, lane) in lanes.iter().enumerate() {
+                        let i = t.b.ins().iadd_imm_s(base, j as i64);
+                        let acc = t.b.use_var(*lane);
+                        let next = step(t, acc, i)?;
+                        t.b.def_var(*lane, next);
+                    }
+                    Ok(())
+                })?;
+                lanes.iter().map(|v| self.b.use_var(*v)).collect()
+            };
             let tail = var(self);
             let base = self.b.ins().ishl_imm_s(blocks, shift);
             let rest = self.b.ins().isub(n, base);
@@ -194,15 +259,15 @@ impl Translator<'_, '_> {
                 t.b.def_var(tail, next);
                 Ok(())
             })?;
-            let lanes = lanes.iter().map(|v| self.b.use_var(*v)).collect();
             (lanes, self.b.use_var(tail))
         };
         let lanes: [Value; LANES] = lanes
             .try_into()
             .map_err(|_| JitError::Internal("the lanes of a reduce".into()))?;
-        let s = gradlift_lang::reduce_order::combine_lanes(&lanes, &mut |x, y| op(self, x, y))?;
-        let s = op(self, s, tail)?;
-        Ok(Values::Real(op(self, z, s)?))
+        let s = gradlift_lang::reduce_order::combine_lanes(&lanes, &mut |x, y| {
+            self.lane_op(params, body, tys, x, y)
+        })?;
+        self.lane_op(params, body, tys, s, tail)
     }
 
     /// The left folds and scans: the accumulator is loop-carried.

@@ -256,6 +256,10 @@ impl Translator<'_, '_> {
             .filter(|f| f.in_place.is_none())
             .flat_map(|f| f.vars.iter().copied())
             .collect();
+        if self.pair_mapping(m) {
+            // Reals, `stride` 8 apart.
+            return self.write_mapping_in_pairs(m, ptr, folds, &results);
+        }
         let sources: Vec<&Source<'_>> = m.sources.iter().collect();
         let interior = self.interior(&sources, m.len, false);
         self.for_range_peeled(m.len, &results, interior, &mut |t, i| {
@@ -274,56 +278,69 @@ impl Translator<'_, '_> {
             let at = t.element_addr(to, i, stride);
             t.lower_into(m.body, at, &m.shape)?;
             if !folds.is_empty() {
-                let x = folds
+                let own = folds
                     .iter()
                     .any(|f| !matches!(f.reads, Reads::Array(..)))
                     .then(|| load(t.b, at, &m.shape));
-                for f in folds {
-                    let mut other = |a: &ArrayVal, stride: Value| {
-                        let ptr = t.entry_copy(a.ptr);
-                        let at = t.element_addr(ptr, i, stride);
-                        load(t.b, at, &a.elem)
-                    };
-                    let own = || x.clone().expect("loaded for the folds over the map");
-                    let y = match &f.reads {
-                        Reads::Array(a, stride) => other(a, *stride),
-                        Reads::Own => own(),
-                        Reads::Zip(a, stride, own_first) => {
-                            let (p, q) = (own(), other(a, *stride));
-                            Values::Tuple(if *own_first { vec![p, q] } else { vec![q, p] })
-                        }
-                    };
-                    if let Some(c) = &f.in_place {
-                        // The step rewrites the accumulator where it is.
-                        let acc = t.get(c);
-                        let Values::Array(current) = &acc else {
-                            return Err(JitError::Internal("an in-place accumulator".into()));
-                        };
-                        let (to, shape) = (
-                            current.ptr,
-                            Shape::Array(current.len, Box::new(current.elem.clone())),
-                        );
-                        for ((p, v), ty) in f.params.iter().zip([acc.clone(), y]).zip(&f.tys) {
-                            t.bind(&p.pat, v, ty)?;
-                        }
-                        t.lower_into(f.body, to, &shape)?;
-                        continue;
-                    }
-                    let current: Vec<Value> = f.vars.iter().map(|v| t.b.use_var(*v)).collect();
-                    let acc = f.start.rebuild(&mut current.into_iter());
-                    let next = t.apply(f.params, f.body, vec![acc, y], &f.tys)?;
-                    let next = next.to_vec();
-                    if next.len() != f.vars.len() {
-                        return Err(JitError::Internal("accumulator layout changes".into()));
-                    }
-                    for (var, v) in f.vars.iter().zip(next) {
-                        t.b.def_var(*var, v);
-                    }
-                }
+                t.step_folds(folds, i, own)?;
             }
             t.release(mark);
             Ok(())
         })
+    }
+
+    /// One step of each of `folds` on element `i` of a map, whose value
+    /// `own` is (present when a fold reads it).
+    pub(super) fn step_folds(
+        &mut self,
+        folds: &[Fold<'_>],
+        i: Value,
+        own: Option<Values>,
+    ) -> Result<(), JitError> {
+        let t = self;
+        for f in folds {
+            let mut other = |a: &ArrayVal, stride: Value| {
+                let ptr = t.entry_copy(a.ptr);
+                let at = t.element_addr(ptr, i, stride);
+                load(t.b, at, &a.elem)
+            };
+            let own = || own.clone().expect("loaded for the folds over the map");
+            let y = match &f.reads {
+                Reads::Array(a, stride) => other(a, *stride),
+                Reads::Own => own(),
+                Reads::Zip(a, stride, own_first) => {
+                    let (p, q) = (own(), other(a, *stride));
+                    Values::Tuple(if *own_first { vec![p, q] } else { vec![q, p] })
+                }
+            };
+            if let Some(c) = &f.in_place {
+                // The step rewrites the accumulator where it is.
+                let acc = t.get(c);
+                let Values::Array(current) = &acc else {
+                    return Err(JitError::Internal("an in-place accumulator".into()));
+                };
+                let (to, shape) = (
+                    current.ptr,
+                    Shape::Array(current.len, Box::new(current.elem.clone())),
+                );
+                for ((p, v), ty) in f.params.iter().zip([acc.clone(), y]).zip(&f.tys) {
+                    t.bind(&p.pat, v, ty)?;
+                }
+                t.lower_into(f.body, to, &shape)?;
+                continue;
+            }
+            let current: Vec<Value> = f.vars.iter().map(|v| t.b.use_var(*v)).collect();
+            let acc = f.start.rebuild(&mut current.into_iter());
+            let next = t.apply(f.params, f.body, vec![acc, y], &f.tys)?;
+            let next = next.to_vec();
+            if next.len() != f.vars.len() {
+                return Err(JitError::Internal("accumulator layout changes".into()));
+            }
+            for (var, v) in f.vars.iter().zip(next) {
+                t.b.def_var(*var, v);
+            }
+        }
+        Ok(())
     }
 }
 

@@ -45,7 +45,8 @@
 //! ## Files
 //!
 //! `mod.rs` (loops, stores, copies, indexing, literals, dispatch),
-//! `map.rs` (`map`, `map2`, the folds riding along them), `fold.rs`
+//! `map.rs` (`map`, `map2`, the folds riding along them), `pairs.rs`
+//! (loops of reals two elements at a time), `fold.rs`
 //! (`reduce`, `foldl`, scans), `source.rs` (what a loop reads), `peel.rs`
 //! (peeled loops), `place.rs` (lowering into a place, `select`s),
 //! `builtins.rs`.
@@ -64,6 +65,7 @@
 //! | a stored map computes the folds over it later in its `let` chain (horizontal fusion) | chosen in `horizontal.rs`, run by `map.rs` | the folds cannot fail and read nothing bound after the map |
 //! | a fold of the result rides along a map of the result | `map.rs` `riding_folds` | the map's loop reads the fold's array in full, in order |
 //! | a `reduce` of reals by `(+)`, `(*)`, `max`, `min` runs in lanes | `fold.rs` `reduce_in_lanes` | always: the order is `gradlift_lang::reduce_order`'s, which the interpreter follows too; such a reduce never rides along a map (`horizontal::in_lanes`) |
+//! | a `map`/`map2` of reals, or a `reduce` in lanes, computes two elements at once in an `f64x2` | `pairs.rs` | it reads arrays of reals (directly, through maps written in place, shifts, `take`) and computes its element from reals by primitives, constants and `let`s; no fold rides along the map. Each lane has the scalar bits (`prims::lower_prim_pair`), and a reduce keeps `reduce_order`'s lanes |
 //! | a fold's array accumulator is updated in place | `fold.rs` `in_place_step` | the step's map reads the accumulator as its array and nothing else does |
 //! | a term is lowered into its destination (a result row, a buffer, the output) | `place.rs` | it ends, through `let`s, tuples and `if`s, in what builds the destination |
 //! | an `if` is both sides and a `select` | `place.rs` `cheap_branch` | both sides are at most `MAX_SELECT_NODES` (6) nodes of primitives the table marks `cheap`, which cannot fail |
@@ -81,6 +83,7 @@ use gradlift_lang::syntax::{ArrayOp, Builtin, Expr, ExprKind, Param, Size, Type}
 mod builtins;
 mod fold;
 mod map;
+mod pairs;
 mod peel;
 mod place;
 mod source;

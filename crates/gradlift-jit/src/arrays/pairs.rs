@@ -1,0 +1,318 @@
+//! Loops in pairs: a `map`/`map2` of reals, and a `reduce` of reals in
+//! lanes, computing elements `i` and `i + 1` at once in the two lanes of an
+//! `f64x2` vector.
+//!
+//! ## What runs in pairs
+//!
+//! A loop runs in pairs when every element it reads is a pair source and
+//! the term that computes its element is a pair term:
+//!
+//! - a **pair source** is an array of reals (two adjacent elements are one
+//!   unaligned 16-byte load), a `map`/`map2` written in place whose
+//!   sources are pair sources and whose body is a pair term with its
+//!   parameters bound to reals, or a shift or `take` of a pair source;
+//! - a **pair term** is a real constant, a variable bound to a real (a
+//!   parameter, a `let` of the term, or a real computed before the loop,
+//!   the same in both lanes), a `let` of a pair term to a name, or a
+//!   primitive from reals to a real ([`PrimKind::Real`]) applied to pair
+//!   terms.
+//!
+//! Nothing else: no conditions, no integers, no indexing, no nested array
+//! operation — none of which a pair term can fail on, so computing an
+//! element cannot stop the loop, and computing two at once hides no error.
+//!
+//! ## The contract: the bits are the scalar loop's
+//!
+//! Every lane computes exactly the operations of its element, in the same
+//! order, with the same roundings (`prims::lower_prim_pair`), so a map in
+//! pairs writes the bits of the scalar loop. A `reduce` in lanes keeps
+//! `gradlift_lang::reduce_order`'s grouping: lanes 0 and 1 of the order
+//! are the two lanes of one vector, lanes 2 and 3 of a second, and element
+//! `4b + j` goes to lane `j` as before; the lanes are taken out of the
+//! vectors and combined by the same tree, and the tail is the same scalar
+//! left fold. The interpreter, which knows nothing of vectors, therefore
+//! agrees bit for bit with the native code, whichever path a loop takes.
+//!
+//! A map in pairs writes its last element, when its length is odd, with
+//! the scalar body. The folds riding along a map (`horizontal.rs`) take
+//! their steps one element at a time, element `i` then `i + 1`, as in the
+//! scalar loop.
+
+use super::*;
+use crate::prims::{lower_prim_pair, PAIR};
+use gradlift_lang::prim::PrimKind;
+use gradlift_lang::reduce_order::LANES;
+use gradlift_lang::{Name, Pattern};
+
+/// Vector loads and stores of reals: no trap, no alignment beyond the
+/// reals' 8 bytes.
+fn unaligned() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
+}
+
+impl Translator<'_, '_> {
+    /// Whether `s` is a pair source (see the module doc).
+    pub(super) fn pair_source(&self, s: &Source<'_>) -> bool {
+        match s {
+            Source::Array(a, _) => matches!(a.elem, Shape::Real),
+            Source::Mapped {
+                inputs,
+                params,
+                body,
+                tys,
+                ..
+            } => inputs.iter().all(|s| self.pair_source(s)) && self.pair_lambda(params, tys, body),
+            Source::Shifted { inner, .. } => self.pair_source(inner),
+            Source::Iota(_)
+            | Source::Scan { .. }
+            | Source::Concat { .. }
+            | Source::OneHot { .. } => false,
+        }
+    }
+
+    /// Whether `(params. body)`, its parameters of types `tys`, computes
+    /// its element as a pair term from reals.
+    pub(super) fn pair_lambda(&self, params: &[Param], tys: &[Type], body: &Expr) -> bool {
+        let mut bound = Vec::new();
+        for (p, ty) in params.iter().zip(tys) {
+            match (&p.pat, ty) {
+                (Pattern::Var(n, _), Type::Real) => bound.push(n.clone()),
+                (Pattern::Wild(_), Type::Real) => {}
+                _ => return false,
+            }
+        }
+        params.len() == tys.len() && self.pair_term(body, &mut bound)
+    }
+
+    /// Whether `e` is a pair term, the names in `bound` being bound to
+    /// pairs of reals.
+    fn pair_term(&self, e: &Expr, bound: &mut Vec<Name>) -> bool {
+        match &e.kind {
+            ExprKind::Const(_) => true,
+            ExprKind::Var(n) => {
+                bound.contains(n) || matches!(self.env.get(n), Some(Values::Real(_)))
+            }
+            ExprKind::Prim(p, args) => {
+                p.info().kind() == PrimKind::Real && args.iter().all(|a| self.pair_term(a, bound))
+            }
+            ExprKind::Let {
+                pat: Pattern::Var(n, _),
+                value,
+                body,
+                ..
+            } => {
+                if !self.pair_term(value, bound) {
+                    return false;
+                }
+                bound.push(n.clone());
+                let ok = self.pair_term(body, bound);
+                bound.pop();
+                ok
+            }
+            _ => false,
+        }
+    }
+
+    /// Elements `i` and `i + 1` of a pair source, as one vector.
+    pub(super) fn pair_element(&mut self, s: &Source<'_>, i: Value) -> Result<Value, JitError> {
+        match s {
+            Source::Array(a, _) => {
+                let ptr = self.entry_copy(a.ptr);
+                let offset = self.b.ins().ishl_imm_s(i, 3);
+                let at = self.b.ins().iadd(ptr, offset);
+                Ok(self.b.ins().load(PAIR, unaligned(), at, 0))
+            }
+            Source::Mapped {
+                expr,
+                inputs,
+                params,
+                body,
+                ..
+            } => {
+                let mut env = Vec::with_capacity(params.len());
+                for (p, s) in params.iter().zip(inputs) {
+                    let x = self.pair_element(s, i)?;
+                    if let Pattern::Var(n, _) = &p.pat {
+                        env.push((n.clone(), x));
+                    }
+                }
+                // `emit --stage clif` labels the fused map's instructions
+                // with its term, inside the consumer's loop.
+                self.labelled(
+                    || crate::annotate::one_line(expr),
+                    |t| t.pair_lower(body, &mut env),
+                )
+            }
+            Source::Shifted { inner, offset, .. } => {
+                let i = match offset {
+                    Some(k) => self.b.ins().iadd(i, *k),
+                    None => i,
+                };
+                self.pair_element(inner, i)
+            }
+            _ => Err(JitError::Internal("a pair of a source that is not".into())),
+        }
+    }
+
+    /// Lowers a pair term, the names of `env` bound to vectors.
+    fn pair_lower(&mut self, e: &Expr, env: &mut Vec<(Name, Value)>) -> Result<Value, JitError> {
+        match &e.kind {
+            ExprKind::Const(c) => {
+                let x = self.b.ins().f64const(*c);
+                Ok(self.b.ins().splat(PAIR, x))
+            }
+            ExprKind::Var(n) => {
+                if let Some((_, v)) = env.iter().rev().find(|(m, _)| m == n) {
+                    return Ok(*v);
+                }
+                match self.env.get(n) {
+                    Some(&Values::Real(x)) => {
+                        let x = self.entry_copy(x);
+                        Ok(self.b.ins().splat(PAIR, x))
+                    }
+                    _ => Err(JitError::Internal(format!("`{n}` in a pair term"))),
+                }
+            }
+            ExprKind::Prim(p, args) => {
+                let mut xs = Vec::with_capacity(args.len());
+                for a in args {
+                    xs.push(self.pair_lower(a, env)?);
+                }
+                let calls = &self.calls;
+                let lookup = |q: gradlift_lang::Prim| calls[&q];
+                Ok(lower_prim_pair(self.b, &lookup, self.exp_table, *p, &xs))
+            }
+            ExprKind::Let {
+                pat: Pattern::Var(n, _),
+                value,
+                body,
+                ..
+            } => {
+                let v = self.pair_lower(value, env)?;
+                env.push((n.clone(), v));
+                let r = self.pair_lower(body, env);
+                env.pop();
+                r
+            }
+            _ => Err(JitError::Internal("a term that is not a pair term".into())),
+        }
+    }
+
+    /// Whether a map's loop runs in pairs: it stores reals and reads
+    /// pair sources through a pair term.
+    pub(super) fn pair_mapping(&self, m: &Mapping<'_>) -> bool {
+        matches!(m.shape, Shape::Real)
+            && m.sources.iter().all(|s| self.pair_source(s))
+            && self.pair_lambda(m.params, &m.tys, m.body)
+    }
+
+    /// The loop of a [`Mapping`] in pairs (see [`Translator::pair_mapping`]),
+    /// writing element `i` at `ptr + 8i`, an odd last element with the
+    /// scalar body. The `folds` riding along the map (their variables
+    /// `results`) take their steps on element `i`, then on `i + 1`: their
+    /// order is the scalar loop's.
+    pub(super) fn write_mapping_in_pairs(
+        &mut self,
+        m: &Mapping<'_>,
+        ptr: Value,
+        folds: &[Fold<'_>],
+        results: &[cranelift_frontend::Variable],
+    ) -> Result<(), JitError> {
+        let n = m.len;
+        // (A fold's variables leave the pairs' loop through its exit.)
+        let pairs = self.b.ins().ushr_imm_s(n, 1);
+        self.for_range_out(pairs, results, &mut |t, k| {
+            let i = t.b.ins().ishl_imm_s(k, 1);
+            let mut env = Vec::with_capacity(m.params.len());
+            for (p, s) in m.params.iter().zip(&m.sources) {
+                let x = t.pair_element(s, i)?;
+                if let Pattern::Var(n, _) = &p.pat {
+                    env.push((n.clone(), x));
+                }
+            }
+            let v = t.pair_lower(m.body, &mut env)?;
+            let to = t.entry_copy(ptr);
+            let offset = t.b.ins().ishl_imm_s(i, 3);
+            let at = t.b.ins().iadd(to, offset);
+            t.b.ins().store(unaligned(), v, at, 0);
+            for lane in 0..2 {
+                let mark = t.mark();
+                let own = t.b.ins().extractlane(v, lane);
+                let at = t.b.ins().iadd_imm_s(i, i64::from(lane));
+                t.step_folds(folds, at, Some(Values::Real(own)))?;
+                t.release(mark);
+            }
+            Ok(())
+        })?;
+        // An odd last element: a branch, not a loop.
+        let odd = self.b.ins().band_imm_s(n, 1);
+        let tail = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.ins().brif(odd, tail, &[], done, &[]);
+        self.b.switch_to_block(tail);
+        self.b.seal_block(tail);
+        let i = self.b.ins().iadd_imm_s(n, -1);
+        let mark = self.mark();
+        let mut xs = Vec::new();
+        for s in &m.sources {
+            xs.push(self.element(s, i)?);
+        }
+        for ((p, v), ty) in m.params.iter().zip(xs).zip(&m.tys) {
+            self.bind(&p.pat, v, ty)?;
+        }
+        let to = self.entry_copy(ptr);
+        let eight = self.iconst(8);
+        let at = self.element_addr(to, i, eight);
+        self.lower_into(m.body, at, &m.shape)?;
+        let own = load(self.b, at, &m.shape);
+        self.step_folds(folds, i, Some(own))?;
+        self.release(mark);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
+        self.b.seal_block(done);
+        Ok(())
+    }
+
+    /// The lanes of `gradlift_lang::reduce_order` over the whole blocks of
+    /// a chunk of a pair source from element `start`, by the lane
+    /// primitive `p`: lanes 0 and 1 in one vector, 2 and 3 in another,
+    /// each starting at `identity`. Returns the four lanes, in order.
+    pub(super) fn lanes_in_pairs(
+        &mut self,
+        p: gradlift_lang::Prim,
+        identity: f64,
+        a: &Source<'_>,
+        start: Value,
+        blocks: Value,
+    ) -> Result<[Value; LANES], JitError> {
+        const _: () = assert!(LANES == 4, "two pairs of lanes");
+        let e = self.b.ins().f64const(identity);
+        let e = self.b.ins().splat(PAIR, e);
+        let vars = [self.b.declare_var(PAIR), self.b.declare_var(PAIR)];
+        for v in vars {
+            self.b.def_var(v, e);
+        }
+        self.for_range_out(blocks, &vars, &mut |t, b| {
+            let base = t.b.ins().ishl_imm_s(b, LANES.trailing_zeros() as i64);
+            let start = t.entry_copy(start);
+            let base = t.b.ins().iadd(start, base);
+            for (j, var) in vars.iter().enumerate() {
+                let i = t.b.ins().iadd_imm_s(base, 2 * j as i64);
+                let x = t.pair_element(a, i)?;
+                let acc = t.b.use_var(*var);
+                let calls = &t.calls;
+                let lookup = |q: gradlift_lang::Prim| calls[&q];
+                let next = lower_prim_pair(t.b, &lookup, t.exp_table, p, &[acc, x]);
+                t.b.def_var(*var, next);
+            }
+            Ok(())
+        })?;
+        let (v0, v1) = (self.b.use_var(vars[0]), self.b.use_var(vars[1]));
+        Ok([
+            self.b.ins().extractlane(v0, 0),
+            self.b.ins().extractlane(v0, 1),
+            self.b.ins().extractlane(v1, 0),
+            self.b.ins().extractlane(v1, 1),
+        ])
+    }
+}
