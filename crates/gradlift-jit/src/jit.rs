@@ -43,6 +43,139 @@ fn uses_matmul(e: &gradlift_lang::syntax::Expr) -> bool {
     })
 }
 
+/// Whether `e` has a loop that may be split across the thread pool (a
+/// `map`, `map2` or `reduce`: `split.rs` decides which).
+fn splits(e: &gradlift_lang::syntax::Expr) -> bool {
+    use gradlift_lang::syntax::{ArrayOp, ExprKind};
+    gradlift_lang::deep::guard(|| {
+        matches!(
+            e.kind,
+            ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2 | ArrayOp::Reduce, ..)
+        ) || e.children().into_iter().any(splits)
+    })
+}
+
+/// The functions the primitives `used` call, each imported into `func`
+/// once (the JIT's shims, or with `c_names` the C library's functions),
+/// and the table of `exp` and `tanh` where one of them reads it.
+fn declare_imports<M: Module>(
+    module: &mut M,
+    func: &mut cranelift_codegen::ir::Function,
+    used: &std::collections::BTreeSet<gradlift_lang::Prim>,
+    c_names: bool,
+) -> Result<
+    (
+        std::collections::HashMap<gradlift_lang::Prim, cranelift_codegen::ir::FuncRef>,
+        Option<cranelift_codegen::ir::GlobalValue>,
+    ),
+    JitError,
+> {
+    let mut calls = std::collections::HashMap::new();
+    for p in used {
+        if let gradlift_lang::prim::Lowering::Call {
+            shim,
+            symbol,
+            c_name,
+        } = p.info().lowering
+        {
+            let name = match (c_names, c_name) {
+                (false, _) => symbol,
+                (true, Some(c_name)) => c_name,
+                (true, None) => {
+                    return Err(JitError::Unsupported(format!(
+                        "`{p}` in an object file (the C library has no such function)"
+                    )))
+                }
+            };
+            let mut sig = module.make_signature();
+            for _ in 0..shim.arity() {
+                sig.params.push(AbiParam::new(types::F64));
+            }
+            sig.returns.push(AbiParam::new(types::F64));
+            let id = module
+                .declare_function(name, Linkage::Import, &sig)
+                .map_err(|e| JitError::Codegen(e.to_string()))?;
+            calls.insert(*p, module.declare_func_in_func(id, func));
+        }
+    }
+    // The table of `exp` and `tanh`, declared where the function uses
+    // either. The JIT's code reads this process's own: an import, which
+    // it reaches by a 64-bit absolute address (no relocation has to
+    // reach from the code to a data object that may be mapped far from
+    // it). An object file carries it as a local data object
+    // (`define_exp_data`).
+    let exp_table = if reads_exp_table(used) {
+        let linkage = if c_names {
+            Linkage::Local
+        } else {
+            Linkage::Import
+        };
+        let id = module
+            .declare_data(EXP_TABLE_SYMBOL, linkage, false, false)
+            .map_err(|e| JitError::Codegen(e.to_string()))?;
+        Some(module.declare_data_in_func(id, func))
+    } else {
+        None
+    };
+    Ok((calls, exp_table))
+}
+
+/// The kernels of a function's split loops, defined in its module
+/// (`split.rs`).
+struct ModuleKernels<'m, M: Module> {
+    module: &'m mut M,
+    /// The primitives of the whole function, imported into each kernel.
+    used: std::collections::BTreeSet<gradlift_lang::Prim>,
+    verify: bool,
+    flags: settings::Flags,
+    /// How many kernels are defined so far.
+    defined: u32,
+}
+
+impl<M: Module> crate::split::KernelSink for ModuleKernels<'_, M> {
+    fn define(
+        &mut self,
+        parent: &mut cranelift_codegen::ir::Function,
+        body: &mut dyn FnMut(
+            &mut crate::lower::Translator<'_, '_>,
+            cranelift_codegen::ir::Value,
+            cranelift_codegen::ir::Value,
+        ) -> Result<cranelift_codegen::ir::Value, JitError>,
+    ) -> Result<cranelift_codegen::ir::FuncRef, JitError> {
+        self.defined += 1;
+        let mut ctx = self.module.make_context();
+        ctx.func.signature.params.push(AbiParam::new(types::I64));
+        ctx.func.signature.params.push(AbiParam::new(types::I64));
+        ctx.func.signature.returns.push(AbiParam::new(types::F64));
+        ctx.func.name = UserFuncName::user(1, self.defined);
+        let sig = ctx.func.signature.clone();
+        let mut fctx = FunctionBuilderContext::new();
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let (calls, exp_table) = declare_imports(self.module, b.func, &self.used, false)?;
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let (env, chunk) = (b.block_params(entry)[0], b.block_params(entry)[1]);
+        let mut t = crate::lower::Translator::for_kernel(&mut b, calls, exp_table);
+        let result = body(&mut t, env, chunk)?;
+        t.finish_kernel(result);
+        b.finalize(self.module.target_config());
+        if self.verify {
+            cranelift_codegen::verify_function(&ctx.func, &self.flags)
+                .map_err(|e| JitError::Verifier(e.to_string()))?;
+        }
+        let id = self
+            .module
+            .declare_anonymous_function(&sig)
+            .map_err(|e| JitError::Codegen(e.to_string()))?;
+        self.module
+            .define_function(id, &mut ctx)
+            .map_err(|e| JitError::Codegen(format!("{e:?}")))?;
+        self.module.clear_context(&mut ctx);
+        Ok(self.module.declare_func_in_func(id, parent))
+    }
+}
+
 /// A compiler to native code: for the host (it runs what it compiles), or,
 /// from [`Jit::for_target`], for another target (it prints and writes
 /// object files only).
@@ -152,13 +285,16 @@ impl Jit {
         self
     }
 
-    /// The threads the matrix products (`matmul`) of the functions compiled
-    /// from now on run on: a pool of `n` threads owned by this `Jit`,
-    /// created when it first compiles a product (default: the cores of
-    /// this machine; 0 is taken as 1). With 1, products run on the calling
-    /// thread. The results are the same bits for any `n` (the kernel
-    /// splits the result, not the sums), and a compiled function is safe to
-    /// call from many threads at once either way.
+    /// The threads the functions compiled from now on run their matrix
+    /// products (`matmul`) and their long loops of reals (`split.rs`: maps
+    /// and reduces of 114,689 elements or more, in fixed chunks) on: a pool
+    /// of `n` threads owned by this `Jit`, created when it first compiles
+    /// a function with a product, a map or a reduce (default: the cores of
+    /// this machine; 0 is taken as 1). With 1, everything runs on the
+    /// calling thread, in the function itself. The results are the same
+    /// bits for any `n` (the product kernel splits the result, not the
+    /// sums; a loop's chunks depend on its length alone), and a compiled
+    /// function is safe to call from many threads at once either way.
     pub fn threads(mut self, n: usize) -> Jit {
         self.threads = n.max(1);
         self.pool = Default::default();
@@ -343,56 +479,8 @@ impl Jit {
         ctx.func.name = UserFuncName::user(0, 0);
         let mut fctx = FunctionBuilderContext::new();
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        // The functions the primitives it applies call, each imported
-        // once: the JIT's shims, or the C library's functions.
         let used = prims_used(&closed.body);
-        let mut calls = std::collections::HashMap::new();
-        for p in &used {
-            if let gradlift_lang::prim::Lowering::Call {
-                shim,
-                symbol,
-                c_name,
-            } = p.info().lowering
-            {
-                let name = match (c_names, c_name) {
-                    (false, _) => symbol,
-                    (true, Some(c_name)) => c_name,
-                    (true, None) => {
-                        return Err(JitError::Unsupported(format!(
-                            "`{p}` in an object file (the C library has no such function)"
-                        )))
-                    }
-                };
-                let mut sig = module.make_signature();
-                for _ in 0..shim.arity() {
-                    sig.params.push(AbiParam::new(types::F64));
-                }
-                sig.returns.push(AbiParam::new(types::F64));
-                let id = module
-                    .declare_function(name, Linkage::Import, &sig)
-                    .map_err(|e| JitError::Codegen(e.to_string()))?;
-                calls.insert(*p, module.declare_func_in_func(id, b.func));
-            }
-        }
-        // The table of `exp` and `tanh`, declared where the function uses
-        // either. The JIT's code reads this process's own: an import, which
-        // it reaches by a 64-bit absolute address (no relocation has to
-        // reach from the code to a data object that may be mapped far from
-        // it). An object file carries it as a local data object
-        // (`define_exp_data`).
-        let exp_table = if reads_exp_table(&used) {
-            let linkage = if c_names {
-                Linkage::Local
-            } else {
-                Linkage::Import
-            };
-            let id = module
-                .declare_data(EXP_TABLE_SYMBOL, linkage, false, false)
-                .map_err(|e| JitError::Codegen(e.to_string()))?;
-            Some(module.declare_data_in_func(id, b.func))
-        } else {
-            None
-        };
+        let (calls, exp_table) = declare_imports(module, b.func, &used, c_names)?;
         // The schedule of binomial checkpointing and the matrix kernel run
         // in this process's runtime: an object file has none to link
         // against (the printed stages show the imports).
@@ -406,7 +494,22 @@ impl Jit {
                 imports.push(module.declare_func_in_func(id, b.func));
             }
         }
-        let runtime = crate::runtime::Runtime::new(&imports, runtime.unwrap_or(0));
+        let pool = runtime.unwrap_or(0);
+        let runtime = crate::runtime::Runtime::new(&imports, pool);
+        // Loops are split across the pool when it has threads to split
+        // them across (`split.rs`).
+        let mut sink = ModuleKernels {
+            module,
+            used,
+            verify: self.verify,
+            flags: self.isa.flags().clone(),
+            defined: 0,
+        };
+        let kernels: Option<&mut dyn crate::split::KernelSink> = match pool != 0 && self.threads > 1
+        {
+            true => Some(&mut sink),
+            false => None,
+        };
         let (labels, bound) = lower_function(
             &mut b,
             closed,
@@ -415,7 +518,9 @@ impl Jit {
             labels,
             runtime,
             self.max_iterations,
+            kernels,
         )?;
+        let module = sink.module;
         b.finalize(module.target_config());
         if self.verify {
             cranelift_codegen::verify_function(&ctx.func, self.isa.flags())
@@ -435,7 +540,7 @@ impl Jit {
         let mut module = self.module();
         // The pool exists once a function of this `Jit` multiplies
         // matrices, and lives as long as any of them.
-        let pool = match self.threads > 1 && uses_matmul(&closed.body) {
+        let pool = match self.threads > 1 && (uses_matmul(&closed.body) || splits(&closed.body)) {
             true => Some(self.pool()?),
             false => None,
         };

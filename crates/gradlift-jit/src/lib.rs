@@ -30,11 +30,13 @@ mod lower;
 mod prims;
 mod runtime;
 mod sizes;
+mod split;
 mod values;
 mod workspace;
 
 pub use abi::{RawFn, Status};
 pub use jit::{Compiled, Jit, DEFAULT_MAX_WORKSPACE};
+pub use runtime::split_calls;
 pub use workspace::WorkspaceBound;
 
 /// Why a term could not be compiled.

@@ -98,6 +98,10 @@ pub(crate) struct Translator<'a, 'f> {
     /// each test its sources make on the index (by the address of the
     /// source), see `Interior` in `arrays.rs`.
     pub interior: HashMap<usize, crate::arrays::Side>,
+    /// Where the kernels of loops split across the thread pool are
+    /// defined (`split.rs`): present when the code runs in this process
+    /// with a pool of more than one thread.
+    pub kernels: Option<&'a mut dyn crate::split::KernelSink>,
 }
 
 /// The entry of a loop being lowered. A real computed before the loop and
@@ -144,14 +148,16 @@ pub(crate) fn unsupported<T>(what: impl Into<String>) -> Result<T, JitError> {
 /// Lowers `closed` into the function `b` builds (its signature already set
 /// to the ABI's, the functions of `calls` imported into it). With `labels`, instructions are
 /// tagged with the terms they come from, whose labels are returned.
-pub(crate) fn lower_function(
-    b: &mut FunctionBuilder,
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn lower_function<'a>(
+    b: &'a mut FunctionBuilder,
     closed: &Closed,
     calls: HashMap<gradlift_lang::Prim, FuncRef>,
     exp_table: Option<GlobalValue>,
     labels: bool,
     runtime: Option<crate::runtime::Runtime>,
     max_iterations: u64,
+    kernels: Option<&'a mut dyn crate::split::KernelSink>,
 ) -> Result<(Option<Labels>, crate::workspace::WorkspaceBound), JitError> {
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
@@ -196,6 +202,7 @@ pub(crate) fn lower_function(
         below: HashMap::new(),
         range_sizes: HashMap::new(),
         interior: HashMap::new(),
+        kernels,
     };
     for (k, name) in closed.size_vars.iter().enumerate() {
         t.label(|| format!("size `{name}` (args[{k}])"));
@@ -244,6 +251,62 @@ pub(crate) fn lower_function(
     t.b.seal_all_blocks();
     let bound = crate::workspace::WorkspaceBound::new(t.usage.finish());
     Ok((t.labels, bound))
+}
+
+impl<'a, 'f> Translator<'a, 'f> {
+    /// A translator for a kernel function (`split.rs`) whose entry block
+    /// `b` is in: no sizes, no parameters, no workspace, no runtime. What
+    /// a kernel computes cannot fail; its failure block, which nothing
+    /// reaches, returns NaN ([`Translator::finish_kernel`]).
+    pub(crate) fn for_kernel(
+        b: &'a mut FunctionBuilder<'f>,
+        calls: HashMap<gradlift_lang::Prim, FuncRef>,
+        exp_table: Option<GlobalValue>,
+    ) -> Translator<'a, 'f> {
+        let fail = b.create_block();
+        b.set_cold_block(fail);
+        let top = b.declare_var(types::I64);
+        let zero = b.ins().iconst(types::I64, 0);
+        b.def_var(top, zero);
+        Translator {
+            b,
+            env: HashMap::new(),
+            sizes: HashMap::new(),
+            typer: Typer::new(&[]),
+            top,
+            usage: Default::default(),
+            size_vars: Vec::new(),
+            base: zero,
+            end: zero,
+            fail,
+            calls,
+            exp_table,
+            runtime: None,
+            max_iterations: 0,
+            labels: None,
+            known: Known::default(),
+            overflow: None,
+            pin_slot: None,
+            loops: Vec::new(),
+            computed: HashMap::new(),
+            ranges: HashMap::new(),
+            below: HashMap::new(),
+            range_sizes: HashMap::new(),
+            interior: HashMap::new(),
+            kernels: None,
+        }
+    }
+
+    /// Ends a kernel: returns `result`, and fills the failure block.
+    pub(crate) fn finish_kernel(&mut self, result: Value) {
+        self.b.ins().return_(&[result]);
+        self.b.switch_to_block(self.fail);
+        self.b.append_block_param(self.fail, types::I64);
+        self.b.append_block_param(self.fail, types::I64);
+        let nan = self.b.ins().f64const(f64::NAN);
+        self.b.ins().return_(&[nan]);
+        self.b.seal_all_blocks();
+    }
 }
 
 impl Translator<'_, '_> {

@@ -96,12 +96,32 @@ impl Translator<'_, '_> {
         let s = if self.constant(n).is_some_and(|n| n <= CHUNK as i64) {
             let zero = self.iconst(0);
             self.chunk_in_lanes(p, params, body, &a, tys, zero, n)?
+        } else if self.pair_source(&a) && self.may_split() {
+            // A kernel run in chunks, on the thread pool when the array is
+            // long (`split.rs`): the same chunks in the same order.
+            let count = self.chunk_count(n);
+            self.split_reduce(p, params, body, &a, tys, count)?
         } else {
-            let shift = CHUNK.trailing_zeros() as i64;
-            let up = self.b.ins().iadd_imm_s(n, CHUNK as i64 - 1);
-            let count = self.b.ins().ushr_imm_s(up, shift);
-            let one = self.iconst(1);
-            let count = self.b.ins().umax(count, one);
+            let count = self.chunk_count(n);
+            self.chunks_here(p, params, body, &a, tys, count)?
+        };
+        Ok(Values::Real(self.lane_op(params, body, tys, z, s)?))
+    }
+
+    /// The chunks of a `reduce` in lanes, `count` of them, in a loop of
+    /// this function: their results from the left, the first as it is.
+    fn chunks_here(
+        &mut self,
+        p: gradlift_lang::Prim,
+        params: &[Param],
+        body: &Expr,
+        a: &Source<'_>,
+        tys: &[Type; 2],
+        count: Value,
+    ) -> Result<Value, JitError> {
+        let n = a.len();
+        let shift = CHUNK.trailing_zeros() as i64;
+        let s = {
             let s = self.b.declare_var(types::F64);
             let zero = self.b.ins().f64const(0.0);
             self.b.def_var(s, zero);
@@ -111,7 +131,7 @@ impl Translator<'_, '_> {
                 let rest = t.b.ins().isub(n, start);
                 let chunk = t.iconst(CHUNK as i64);
                 let len = t.b.ins().smin(rest, chunk);
-                let r = t.chunk_in_lanes(p, params, body, &a, tys, start, len)?;
+                let r = t.chunk_in_lanes(p, params, body, a, tys, start, len)?;
                 let before = t.b.use_var(s);
                 let folded = t.lane_op(params, body, tys, before, r)?;
                 let first = t.b.ins().icmp_imm_s(IntCC::Equal, c, 0);
@@ -121,7 +141,7 @@ impl Translator<'_, '_> {
             })?;
             self.b.use_var(s)
         };
-        Ok(Values::Real(self.lane_op(params, body, tys, z, s)?))
+        Ok(s)
     }
 
     /// `x op y` for reals, by a reduce's own function.
@@ -154,7 +174,7 @@ impl Translator<'_, '_> {
     /// elements adds each to its lane, or to the tail, kept in a small
     /// stack array.
     #[allow(clippy::too_many_arguments)]
-    fn chunk_in_lanes(
+    pub(super) fn chunk_in_lanes(
         &mut self,
         p: gradlift_lang::Prim,
         params: &[Param],

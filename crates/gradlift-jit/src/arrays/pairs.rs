@@ -40,9 +40,13 @@
 
 use super::*;
 use crate::prims::{lower_prim_pair, PAIR};
+use crate::split::{Combine, PARALLEL_MIN};
+use cranelift_codegen::ir::FuncRef;
 use gradlift_lang::prim::PrimKind;
+use gradlift_lang::reduce_order::CHUNK;
 use gradlift_lang::reduce_order::LANES;
 use gradlift_lang::{Name, Pattern};
+use std::collections::HashMap;
 
 /// Vector loads and stores of reals: no trap, no alignment beyond the
 /// reals' 8 bytes.
@@ -210,7 +214,9 @@ impl Translator<'_, '_> {
     /// writing element `i` at `ptr + 8i`, an odd last element with the
     /// scalar body. The `folds` riding along the map (their variables
     /// `results`) take their steps on element `i`, then on `i + 1`: their
-    /// order is the scalar loop's.
+    /// order is the scalar loop's. Without folds, at the top of the
+    /// function, the map is a kernel run in chunks, on the thread pool when
+    /// it is long (`split.rs`).
     pub(super) fn write_mapping_in_pairs(
         &mut self,
         m: &Mapping<'_>,
@@ -218,11 +224,32 @@ impl Translator<'_, '_> {
         folds: &[Fold<'_>],
         results: &[cranelift_frontend::Variable],
     ) -> Result<(), JitError> {
-        let n = m.len;
+        let short = self.constant(m.len).is_some_and(|n| n < PARALLEL_MIN);
+        if folds.is_empty() && self.may_split() && !short {
+            return self.split_map(m, ptr);
+        }
+        let zero = self.iconst(0);
+        self.pairs_in_range(m, ptr, folds, results, zero, m.len)
+    }
+
+    /// Elements `start .. end` of a map in pairs (`start` even), written
+    /// at `ptr + 8i`, the folds riding along taking their steps.
+    fn pairs_in_range(
+        &mut self,
+        m: &Mapping<'_>,
+        ptr: Value,
+        folds: &[Fold<'_>],
+        results: &[cranelift_frontend::Variable],
+        start: Value,
+        end: Value,
+    ) -> Result<(), JitError> {
+        let count = self.b.ins().isub(end, start);
         // (A fold's variables leave the pairs' loop through its exit.)
-        let pairs = self.b.ins().ushr_imm_s(n, 1);
+        let pairs = self.b.ins().ushr_imm_s(count, 1);
         self.for_range_out(pairs, results, &mut |t, k| {
+            let start = t.entry_copy(start);
             let i = t.b.ins().ishl_imm_s(k, 1);
+            let i = t.b.ins().iadd(start, i);
             let mut env = Vec::with_capacity(m.params.len());
             for (p, s) in m.params.iter().zip(&m.sources) {
                 let x = t.pair_element(s, i)?;
@@ -245,34 +272,234 @@ impl Translator<'_, '_> {
             Ok(())
         })?;
         // An odd last element: a branch, not a loop.
-        let odd = self.b.ins().band_imm_s(n, 1);
+        let odd = self.b.ins().band_imm_s(count, 1);
         let tail = self.b.create_block();
         let done = self.b.create_block();
         self.b.ins().brif(odd, tail, &[], done, &[]);
         self.b.switch_to_block(tail);
         self.b.seal_block(tail);
-        let i = self.b.ins().iadd_imm_s(n, -1);
-        let mark = self.mark();
-        let mut xs = Vec::new();
-        for s in &m.sources {
-            xs.push(self.element(s, i)?);
-        }
-        for ((p, v), ty) in m.params.iter().zip(xs).zip(&m.tys) {
-            self.bind(&p.pat, v, ty)?;
-        }
-        let to = self.entry_copy(ptr);
-        let eight = self.iconst(8);
-        let at = self.element_addr(to, i, eight);
-        self.lower_into(m.body, at, &m.shape)?;
-        let own = load(self.b, at, &m.shape);
-        self.step_folds(folds, i, Some(own))?;
-        self.release(mark);
+        self.region(|t| {
+            let i = t.b.ins().iadd_imm_s(end, -1);
+            let mark = t.mark();
+            let mut xs = Vec::new();
+            for s in &m.sources {
+                xs.push(t.element(s, i)?);
+            }
+            for ((p, v), ty) in m.params.iter().zip(xs).zip(&m.tys) {
+                t.bind(&p.pat, v, ty)?;
+            }
+            let to = t.entry_copy(ptr);
+            let eight = t.iconst(8);
+            let at = t.element_addr(to, i, eight);
+            t.lower_into(m.body, at, &m.shape)?;
+            let own = load(t.b, at, &m.shape);
+            t.step_folds(folds, i, Some(own))?;
+            t.release(mark);
+            Ok::<(), JitError>(())
+        })?;
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(done);
         self.b.seal_block(done);
         Ok(())
     }
 
+    /// Whether a loop lowered here may be split across the thread pool:
+    /// it is not inside another loop, and the code runs in this process
+    /// with a pool of more than one thread.
+    pub(super) fn may_split(&self) -> bool {
+        self.kernels.is_some() && self.loops.is_empty() && self.runtime.is_some_and(|r| r.pool != 0)
+    }
+
+    /// The values a pair source reads from before its loop, and the reals
+    /// its terms read by name (binders are unique, so a name of the
+    /// environment is the same variable everywhere).
+    fn captures(&self, s: &Source<'_>, values: &mut Vec<Value>, reals: &mut Vec<Name>) {
+        match s {
+            Source::Array(a, stride) => values.extend([a.ptr, a.len, *stride]),
+            Source::Mapped {
+                inputs, body, len, ..
+            } => {
+                values.push(*len);
+                for s in inputs {
+                    self.captures(s, values, reals);
+                }
+                self.captures_of_body(body, values, reals);
+            }
+            Source::Shifted { inner, offset, len } => {
+                values.extend(offset.iter().copied());
+                values.push(*len);
+                self.captures(inner, values, reals);
+            }
+            _ => {}
+        }
+    }
+
+    /// Defines a kernel (`split.rs`) reading `values` — the loop's
+    /// captures, stored by the caller at `env + 8k` — and the reals
+    /// `reals` among them, whose `body` computes chunk `c` given the
+    /// kernel's translator, its own copies of the values and `c`. Returns
+    /// the kernel and the address of the captures, stored here.
+    #[allow(clippy::type_complexity)]
+    fn define_kernel(
+        &mut self,
+        values: &[Value],
+        reals: &[Name],
+        body: &mut dyn FnMut(
+            &mut Translator<'_, '_>,
+            &HashMap<Value, Value>,
+            Value,
+        ) -> Result<Value, JitError>,
+    ) -> Result<(FuncRef, Value), JitError> {
+        let tys: Vec<types::Type> = values
+            .iter()
+            .map(|v| self.b.func.dfg.value_type(*v))
+            .collect();
+        let real_values: Vec<Value> = reals
+            .iter()
+            .map(|n| match self.env.get(n) {
+                Some(Values::Real(x)) => Ok(*x),
+                _ => Err(JitError::Internal(format!("the real `{n}` of a kernel"))),
+            })
+            .collect::<Result<_, _>>()?;
+        let Some(sink) = self.kernels.take() else {
+            return Err(JitError::Internal("a kernel without a module".into()));
+        };
+        let kernel = sink.define(self.b.func, &mut |kt, env, chunk| {
+            let mut copies = HashMap::new();
+            for (k, (v, ty)) in values.iter().zip(&tys).enumerate() {
+                if !copies.contains_key(v) {
+                    let x = kt.b.ins().load(*ty, mem(), env, 8 * k as i32);
+                    copies.insert(*v, x);
+                }
+            }
+            for (n, x) in reals.iter().zip(&real_values) {
+                kt.env.insert(n.clone(), Values::Real(copies[x]));
+                kt.typer.push(n.clone(), Type::Real);
+            }
+            body(kt, &copies, chunk)
+        });
+        self.kernels = Some(sink);
+        let kernel = kernel?;
+        let slot = self
+            .b
+            .create_sized_stack_slot(cranelift_codegen::ir::StackSlotData::new(
+                cranelift_codegen::ir::StackSlotKind::ExplicitSlot,
+                8 * values.len().max(1) as u32,
+                3,
+            ));
+        let env = self.b.ins().stack_addr(types::I64, slot, 0);
+        for (k, v) in values.iter().enumerate() {
+            self.b.ins().store(mem(), *v, env, 8 * k as i32);
+        }
+        Ok((kernel, env))
+    }
+
+    /// Calls the runtime's `gradlift_split` on `kernel` over `chunks`
+    /// chunks, combining a reduce's results by `combine`.
+    fn call_split(
+        &mut self,
+        kernel: FuncRef,
+        env: Value,
+        chunks: Value,
+        combine: Option<Combine>,
+    ) -> Result<Value, JitError> {
+        let Some(rt) = self.runtime else {
+            return Err(JitError::Internal("a split loop without a runtime".into()));
+        };
+        let f = self.b.ins().func_addr(types::I64, kernel);
+        let op = self.iconst(combine.map_or(0, |c| c as i64));
+        let pool = self.iconst(rt.pool);
+        let call = self.b.ins().call(rt.split, &[f, env, chunks, op, pool]);
+        Ok(self.b.inst_results(call)[0])
+    }
+
+    /// The number of chunks of `n` elements: `n / CHUNK` rounded up, at
+    /// least 1.
+    pub(super) fn chunk_count(&mut self, n: Value) -> Value {
+        let up = self.b.ins().iadd_imm_s(n, CHUNK as i64 - 1);
+        let count = self.b.ins().ushr_imm_s(up, CHUNK.trailing_zeros() as i64);
+        let one = self.iconst(1);
+        self.b.ins().umax(count, one)
+    }
+
+    /// A map in pairs split across the pool: each chunk of its elements
+    /// computed by a kernel.
+    fn split_map(&mut self, m: &Mapping<'_>, ptr: Value) -> Result<(), JitError> {
+        let (mut values, mut reals) = (vec![ptr, m.len], Vec::new());
+        for s in &m.sources {
+            self.captures(s, &mut values, &mut reals);
+        }
+        self.captures_of_body(m.body, &mut values, &mut reals);
+        let (kernel, env) = self.define_kernel(&values, &reals, &mut |kt, copies, chunk| {
+            let sources = m
+                .sources
+                .iter()
+                .map(|s| remap(s, copies))
+                .collect::<Result<_, _>>()?;
+            let km = Mapping {
+                params: m.params,
+                body: m.body,
+                tys: m.tys.clone(),
+                out_ty: m.out_ty.clone(),
+                sources,
+                len: copies[&m.len],
+                size: m.size.clone(),
+                shape: Shape::Real,
+            };
+            let (start, end) = chunk_range(kt, chunk, km.len);
+            kt.pairs_in_range(&km, copies[&ptr], &[], &[], start, end)?;
+            Ok(kt.b.ins().f64const(0.0))
+        })?;
+        let chunks = self.chunk_count(m.len);
+        self.call_split(kernel, env, chunks, None)?;
+        Ok(())
+    }
+
+    /// The reals a term reads by name, as [`Translator::captures`] finds
+    /// them in a mapped source's body.
+    fn captures_of_body(&self, body: &Expr, values: &mut Vec<Value>, reals: &mut Vec<Name>) {
+        let mut stack = vec![body];
+        while let Some(e) = stack.pop() {
+            if let ExprKind::Var(n) = &e.kind {
+                if let Some(Values::Real(x)) = self.env.get(n) {
+                    if !reals.contains(n) {
+                        reals.push(n.clone());
+                        values.push(*x);
+                    }
+                }
+            }
+            stack.extend(e.children());
+        }
+    }
+
+    /// A `reduce` in lanes of a pair source split across the pool: each
+    /// chunk's result computed by a kernel, the results combined from the
+    /// left by the runtime. Returns `((r₀ op r₁) op …)`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn split_reduce(
+        &mut self,
+        p: gradlift_lang::Prim,
+        params: &[Param],
+        body: &Expr,
+        a: &Source<'_>,
+        tys: &[Type; 2],
+        chunks: Value,
+    ) -> Result<Value, JitError> {
+        let Some(combine) = Combine::of(p) else {
+            return Err(JitError::Internal(format!("a split reduce by `{p}`")));
+        };
+        let (mut values, mut reals) = (Vec::new(), Vec::new());
+        self.captures(a, &mut values, &mut reals);
+        let len = a.len();
+        values.push(len);
+        let (kernel, env) = self.define_kernel(&values, &reals, &mut |kt, copies, chunk| {
+            let source = remap(a, copies)?;
+            let (start, end) = chunk_range(kt, chunk, copies[&len]);
+            let n = kt.b.ins().isub(end, start);
+            kt.chunk_in_lanes(p, params, body, &source, tys, start, n)
+        })?;
+        self.call_split(kernel, env, chunks, Some(combine))
+    }
     /// The lanes of `gradlift_lang::reduce_order` over the whole blocks of
     /// a chunk of a pair source from element `start`, by the lane
     /// primitive `p`: lanes 0 and 1 in one vector, 2 and 3 in another,
@@ -315,4 +542,61 @@ impl Translator<'_, '_> {
             self.b.ins().extractlane(v1, 1),
         ])
     }
+}
+
+/// Elements `start .. end` of chunk `c` of `n`.
+fn chunk_range(t: &mut Translator<'_, '_>, c: Value, n: Value) -> (Value, Value) {
+    let start = t.b.ins().ishl_imm_s(c, CHUNK.trailing_zeros() as i64);
+    let next = t.b.ins().iadd_imm_s(start, CHUNK as i64);
+    let end = t.b.ins().smin(next, n);
+    (start, end)
+}
+
+/// A pair source with the values it reads replaced by their copies in a
+/// kernel.
+fn remap<'e>(s: &Source<'e>, copies: &HashMap<Value, Value>) -> Result<Source<'e>, JitError> {
+    let copy = |v: &Value| {
+        copies
+            .get(v)
+            .copied()
+            .ok_or_else(|| JitError::Internal("a value a kernel does not capture".into()))
+    };
+    Ok(match s {
+        Source::Array(a, stride) => Source::Array(
+            ArrayVal {
+                ptr: copy(&a.ptr)?,
+                len: copy(&a.len)?,
+                elem: Shape::Real,
+            },
+            copy(stride)?,
+        ),
+        Source::Mapped {
+            expr,
+            inputs,
+            params,
+            body,
+            tys,
+            len,
+        } => Source::Mapped {
+            expr,
+            inputs: inputs
+                .iter()
+                .map(|s| remap(s, copies))
+                .collect::<Result<_, _>>()?,
+            params,
+            body,
+            tys: tys.clone(),
+            len: copy(len)?,
+        },
+        Source::Shifted { inner, offset, len } => Source::Shifted {
+            inner: Box::new(remap(inner, copies)?),
+            offset: offset.map(|k| copy(&k)).transpose()?,
+            len: copy(len)?,
+        },
+        _ => {
+            return Err(JitError::Internal(
+                "a split loop reads a source not in pairs".into(),
+            ))
+        }
+    })
 }
