@@ -125,8 +125,7 @@ impl Translator<'_, '_> {
             let s = self.b.declare_var(types::F64);
             let zero = self.b.ins().f64const(0.0);
             self.b.def_var(s, zero);
-            self.for_range_out(count, &[s], &mut |t, c| {
-                let n = t.entry_copy(n);
+            self.for_range_uncopied(count, &[s], &mut |t, c| {
                 let start = t.b.ins().ishl_imm_s(c, shift);
                 let rest = t.b.ins().isub(n, start);
                 let chunk = t.iconst(CHUNK as i64);

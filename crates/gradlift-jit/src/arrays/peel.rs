@@ -23,6 +23,31 @@ impl Translator<'_, '_> {
         interior: Option<Interior>,
         body: &mut dyn FnMut(&mut Self, Value) -> Result<(), JitError>,
     ) -> Result<(), JitError> {
+        self.rotated_loop(n, results, interior, true, body)
+    }
+
+    /// [`Translator::for_range_out`] for a loop that almost always runs
+    /// once (the chunks of a `reduce` in lanes, `fold.rs`): it makes no
+    /// copies of the values it reads from before it (`LoopEntry`), whose
+    /// stores and loads would cost more than the spills they move; loops
+    /// inside it copy from before it directly.
+    pub(super) fn for_range_uncopied(
+        &mut self,
+        n: Value,
+        results: &[cranelift_frontend::Variable],
+        body: &mut dyn FnMut(&mut Self, Value) -> Result<(), JitError>,
+    ) -> Result<(), JitError> {
+        self.rotated_loop(n, results, None, false, body)
+    }
+
+    fn rotated_loop(
+        &mut self,
+        n: Value,
+        results: &[cranelift_frontend::Variable],
+        interior: Option<Interior>,
+        copies: bool,
+        body: &mut dyn FnMut(&mut Self, Value) -> Result<(), JitError>,
+    ) -> Result<(), JitError> {
         let index = self.b.declare_var(types::I64);
         let zero = self.iconst(0);
         self.b.def_var(index, zero);
@@ -36,24 +61,28 @@ impl Translator<'_, '_> {
         let any = self.b.ins().icmp(IntCC::SignedLessThan, zero, n);
         let before = outs(self);
         let branch = self.b.ins().brif(any, block, &[], exit, &args(&before));
-        self.loops.push(crate::lower::LoopEntry {
-            first: block,
-            branch,
-            copies: Default::default(),
-        });
+        if copies {
+            self.loops.push(crate::lower::LoopEntry {
+                first: block,
+                branch,
+                copies: Default::default(),
+            });
+        }
         // The loop's own copy of its bound (see `LoopEntry`).
-        let n = self.entry_copy(n);
+        let n = if copies { self.entry_copy(n) } else { n };
         self.b.switch_to_block(block);
         let i = self.b.use_var(index);
         if let Some(interior) = &interior {
             let r = self.peeled(interior, index, n, block, exit, results, body);
-            if r.is_err() {
+            if r.is_err() && copies {
                 self.loops.pop();
             }
             r?;
         }
         let r = self.repeated("a loop's step", |t| body(t, i));
-        self.loops.pop();
+        if copies {
+            self.loops.pop();
+        }
         r?;
         let next = self.b.ins().iadd_imm_s(i, 1);
         self.b.def_var(index, next);
