@@ -42,6 +42,14 @@ const PROGRAMS: &[&str] = &[
     "def f(x: [R; n], y: [R; n], a: R) -> R = reduce (*) 1 (map (u. 1 + u * 1e-6 * a) x)",
     "def f(x: [R; n], y: [R; n], a: R) -> R = reduce max (-inf) (map2 (u, v. sigmoid(u) - v) x y)",
     "def f(x: [R; n], y: [R; n], a: R) -> R = reduce min inf (map2 (u, v. max(u, v * a)) x y)",
+    // Conditions and integers: an index compared with one computed
+    // before the loop (a one-hot cotangent), `and`, `not`, integer
+    // arithmetic on the index, a component of a tuple.
+    "def f(x: [R; n], y: [R; n], a: R) -> [R; n] =
+       let k = (int(a * 1000), a) in
+       map2 (u, i. if i == k.0 or (i * 3 - 1 > 70000 and not (u < k.1)) then u * a else (if u < 0.1 then -u else u + 1)) x (iota(n))",
+    "def f(x: [R; n], y: [R; n], a: R) -> R =
+       reduce (+) 0 (map2 (u, i. if i == 5 then u else 0.5 * u) x (iota(n)))",
     // A log-sum-exp: a reduce, a map, a reduce of the map.
     "def f(x: [R; n], y: [R; n], a: R) -> (R, [R; n]) =
        let m = reduce max (-inf) x in
@@ -117,7 +125,7 @@ fn long_loops_are_split_and_short_ones_are_not() {
 
 #[test]
 fn a_split_function_is_callable_from_several_threads_at_once() {
-    let source = PROGRAMS[5];
+    let source = PROGRAMS[7];
     let checked = check_source("<test>", source).unwrap();
     let closed = inline(&checked, 0);
     let f = Jit::new().unwrap().threads(2).compile(&closed).unwrap();

@@ -5,21 +5,29 @@
 //! ## What runs in pairs
 //!
 //! A loop runs in pairs when every element it reads is a pair source and
-//! the term that computes its element is a pair term:
+//! the term that computes its element is a pair term of reals:
 //!
 //! - a **pair source** is an array of reals (two adjacent elements are one
-//!   unaligned 16-byte load), a `map`/`map2` written in place whose
-//!   sources are pair sources and whose body is a pair term with its
-//!   parameters bound to reals, or a shift or `take` of a pair source;
-//! - a **pair term** is a real constant, a variable bound to a real (a
-//!   parameter, a `let` of the term, or a real computed before the loop,
-//!   the same in both lanes), a `let` of a pair term to a name, or a
-//!   primitive from reals to a real ([`PrimKind::Real`]) applied to pair
-//!   terms.
+//!   unaligned 16-byte load), a range `iota(n)` (the index pair
+//!   `[i, i + 1]`), a one-hot of a constant position, a `map`/`map2`
+//!   written in place over pair sources whose body is a pair term, or a
+//!   shift or `take` of a pair source;
+//! - a **pair term** computes two reals (`f64x2`), two integers (`i64x2`)
+//!   or two conditions (a lane mask): a constant; a variable bound to a
+//!   pair (a parameter, a `let` of a pair term) or to a real or an integer
+//!   computed before the loop, or a component of a tuple bound to such
+//!   values (the same in both lanes); a `let` of a pair term to a name; a
+//!   primitive applied to pair terms — from reals to a real
+//!   ([`PrimKind::Real`]), a comparison of reals or of integers, `and`,
+//!   `or`, `not`, integer `+`, `-`, `*`, negation; or `if c then a else b`
+//!   with `c` a condition and `a`, `b` pair terms of one kind, both
+//!   computed and selected lane by lane.
 //!
-//! Nothing else: no conditions, no integers, no indexing, no nested array
-//! operation — none of which a pair term can fail on, so computing an
-//! element cannot stop the loop, and computing two at once hides no error.
+//! Nothing else: no indexing, no `len`, no conversion between reals and
+//! integers, no integer division, no nested array operation — so nothing
+//! in a pair term can fail, computing an element cannot stop the loop,
+//! computing two at once hides no error, and computing both sides of an
+//! `if` is safe.
 //!
 //! ## The contract: the bits are the scalar loop's
 //!
@@ -41,12 +49,22 @@
 use super::*;
 use crate::prims::{lower_prim_pair, PAIR};
 use crate::split::{Combine, PARALLEL_MIN};
+use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::FuncRef;
 use gradlift_lang::prim::PrimKind;
 use gradlift_lang::reduce_order::CHUNK;
 use gradlift_lang::reduce_order::LANES;
 use gradlift_lang::{Name, Pattern};
 use std::collections::HashMap;
+
+/// What a pair holds: two reals (`f64x2`), two integers (`i64x2`), or two
+/// conditions (a lane mask, as vector comparisons give).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lane {
+    Real,
+    Int,
+    Cond,
+}
 
 /// Vector loads and stores of reals: no trap, no alignment beyond the
 /// reals' 8 bytes.
@@ -55,49 +73,116 @@ fn unaligned() -> MemFlagsData {
 }
 
 impl Translator<'_, '_> {
-    /// Whether `s` is a pair source (see the module doc).
+    /// Whether `s` is a pair source of reals (see the module doc).
     pub(super) fn pair_source(&self, s: &Source<'_>) -> bool {
+        self.source_lane(s) == Some(Lane::Real)
+    }
+
+    /// What a pair source's elements are, or `None` for a source that is
+    /// not one.
+    fn source_lane(&self, s: &Source<'_>) -> Option<Lane> {
         match s {
-            Source::Array(a, _) => matches!(a.elem, Shape::Real),
+            Source::Array(a, _) => matches!(a.elem, Shape::Real).then_some(Lane::Real),
             Source::Mapped {
                 inputs,
                 params,
                 body,
                 tys,
                 ..
-            } => inputs.iter().all(|s| self.pair_source(s)) && self.pair_lambda(params, tys, body),
-            Source::Shifted { inner, .. } => self.pair_source(inner),
-            Source::Iota(_)
-            | Source::Scan { .. }
-            | Source::Concat { .. }
-            | Source::OneHot { .. } => false,
+            } => {
+                let lanes: Option<Vec<Lane>> = inputs.iter().map(|s| self.source_lane(s)).collect();
+                self.pair_lambda_lane(params, tys, &lanes?, body)
+            }
+            Source::Shifted { inner, .. } => self.source_lane(inner),
+            Source::Iota(_) => Some(Lane::Int),
+            Source::OneHot { .. } => Some(Lane::Real),
+            Source::Scan { .. } | Source::Concat { .. } => None,
         }
     }
 
-    /// Whether `(params. body)`, its parameters of types `tys`, computes
-    /// its element as a pair term from reals.
-    pub(super) fn pair_lambda(&self, params: &[Param], tys: &[Type], body: &Expr) -> bool {
+    /// What `(params. body)` computes as a pair term, its parameters of
+    /// types `tys` bound to pairs of `lanes`.
+    fn pair_lambda_lane(
+        &self,
+        params: &[Param],
+        tys: &[Type],
+        lanes: &[Lane],
+        body: &Expr,
+    ) -> Option<Lane> {
+        if params.len() != tys.len() || params.len() != lanes.len() {
+            return None;
+        }
         let mut bound = Vec::new();
-        for (p, ty) in params.iter().zip(tys) {
-            match (&p.pat, ty) {
-                (Pattern::Var(n, _), Type::Real) => bound.push(n.clone()),
-                (Pattern::Wild(_), Type::Real) => {}
-                _ => return false,
+        for ((p, ty), lane) in params.iter().zip(tys).zip(lanes) {
+            let want = match ty {
+                Type::Real => Lane::Real,
+                Type::Int => Lane::Int,
+                _ => return None,
+            };
+            if want != *lane {
+                return None;
+            }
+            match &p.pat {
+                Pattern::Var(n, _) => bound.push((n.clone(), want)),
+                Pattern::Wild(_) => {}
+                Pattern::Tuple(..) => return None,
             }
         }
-        params.len() == tys.len() && self.pair_term(body, &mut bound)
+        self.pair_term(body, &mut bound)
     }
 
-    /// Whether `e` is a pair term, the names in `bound` being bound to
-    /// pairs of reals.
-    fn pair_term(&self, e: &Expr, bound: &mut Vec<Name>) -> bool {
+    /// The scalar value of a term computed before the loop that a pair
+    /// term reads: a variable of the environment bound to a real or an
+    /// integer, or a component of a tuple bound to one (`ext.1`).
+    fn invariant(&self, e: &Expr) -> Option<&Values> {
         match &e.kind {
-            ExprKind::Const(_) => true,
-            ExprKind::Var(n) => {
-                bound.contains(n) || matches!(self.env.get(n), Some(Values::Real(_)))
+            ExprKind::Var(n) => self.env.get(n),
+            ExprKind::Proj(inner, k) => match self.invariant(inner)? {
+                Values::Tuple(vs) => vs.get(*k),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// What `e` computes as a pair term, the names in `bound` being bound
+    /// to pairs, or `None` when it is not one.
+    fn pair_term(&self, e: &Expr, bound: &mut Vec<(Name, Lane)>) -> Option<Lane> {
+        match &e.kind {
+            ExprKind::Const(_) => Some(Lane::Real),
+            ExprKind::Int(_) => Some(Lane::Int),
+            ExprKind::Var(n) if bound.iter().any(|(m, _)| m == n) => {
+                bound.iter().rev().find(|(m, _)| m == n).map(|(_, l)| *l)
             }
+            ExprKind::Var(_) | ExprKind::Proj(..) => match self.invariant(e)? {
+                Values::Real(_) => Some(Lane::Real),
+                Values::Int(_) => Some(Lane::Int),
+                _ => None,
+            },
             ExprKind::Prim(p, args) => {
-                p.info().kind() == PrimKind::Real && args.iter().all(|a| self.pair_term(a, bound))
+                let lanes: Option<Vec<Lane>> =
+                    args.iter().map(|a| self.pair_term(a, bound)).collect();
+                let lanes = lanes?;
+                let all = |l: Lane| lanes.iter().all(|x| *x == l);
+                use gradlift_lang::prim::{IntOp, Lowering};
+                match p.info().kind() {
+                    PrimKind::Real => all(Lane::Real).then_some(Lane::Real),
+                    PrimKind::Compare => all(Lane::Real).then_some(Lane::Cond),
+                    PrimKind::IntCompare => all(Lane::Int).then_some(Lane::Cond),
+                    PrimKind::Logic => all(Lane::Cond).then_some(Lane::Cond),
+                    PrimKind::Int => match p.info().lowering {
+                        Lowering::Int(IntOp::Add | IntOp::Sub | IntOp::Mul | IntOp::Neg) => {
+                            all(Lane::Int).then_some(Lane::Int)
+                        }
+                        _ => None,
+                    },
+                    PrimKind::ToReal | PrimKind::ToInt => None,
+                }
+            }
+            ExprKind::If(c, a, b) => {
+                let c = self.pair_term(c, bound)?;
+                let (a, b) = (self.pair_term(a, bound)?, self.pair_term(b, bound)?);
+                (c == Lane::Cond && a == b && a != Lane::Cond).then_some(a)
             }
             ExprKind::Let {
                 pat: Pattern::Var(n, _),
@@ -105,15 +190,13 @@ impl Translator<'_, '_> {
                 body,
                 ..
             } => {
-                if !self.pair_term(value, bound) {
-                    return false;
-                }
-                bound.push(n.clone());
-                let ok = self.pair_term(body, bound);
+                let lane = self.pair_term(value, bound)?;
+                bound.push((n.clone(), lane));
+                let r = self.pair_term(body, bound);
                 bound.pop();
-                ok
+                r
             }
-            _ => false,
+            _ => None,
         }
     }
 
@@ -154,8 +237,40 @@ impl Translator<'_, '_> {
                 };
                 self.pair_element(inner, i)
             }
-            _ => Err(JitError::Internal("a pair of a source that is not".into())),
+            Source::Iota(_) => Ok(self.index_pair(i)),
+            Source::OneHot { at, hit, miss, .. } => {
+                let is = self.index_pair(i);
+                let at = self.b.ins().iconst(types::I64, *at);
+                let at = self.b.ins().splat(types::I64X2, at);
+                let here = self.b.ins().icmp(IntCC::Equal, is, at);
+                let (hit, miss) = (self.entry_copy(*hit), self.entry_copy(*miss));
+                let hit = self.b.ins().splat(PAIR, hit);
+                let miss = self.b.ins().splat(PAIR, miss);
+                Ok(self.select_pair(here, hit, miss))
+            }
+            Source::Scan { .. } | Source::Concat { .. } => {
+                Err(JitError::Internal("a pair of a source that is not".into()))
+            }
         }
+    }
+
+    /// `[i, i + 1]` as integers.
+    fn index_pair(&mut self, i: Value) -> Value {
+        let v = self.b.ins().scalar_to_vector(types::I64X2, i);
+        let next = self.b.ins().iadd_imm_s(i, 1);
+        self.b.ins().insertlane(v, next, 1)
+    }
+
+    /// `if mask then a else b` lane by lane, for pairs of reals or of
+    /// integers (`mask` as comparisons of pairs give it).
+    fn select_pair(&mut self, mask: Value, a: Value, b: Value) -> Value {
+        let ty = self.b.func.dfg.value_type(a);
+        let mask = if self.b.func.dfg.value_type(mask) == ty {
+            mask
+        } else {
+            self.b.ins().bitcast(ty, MemFlagsData::new(), mask)
+        };
+        self.b.ins().bitselect(mask, a, b)
     }
 
     /// Lowers a pair term, the names of `env` bound to vectors.
@@ -165,26 +280,65 @@ impl Translator<'_, '_> {
                 let x = self.b.ins().f64const(*c);
                 Ok(self.b.ins().splat(PAIR, x))
             }
-            ExprKind::Var(n) => {
-                if let Some((_, v)) = env.iter().rev().find(|(m, _)| m == n) {
-                    return Ok(*v);
-                }
-                match self.env.get(n) {
-                    Some(&Values::Real(x)) => {
-                        let x = self.entry_copy(x);
-                        Ok(self.b.ins().splat(PAIR, x))
-                    }
-                    _ => Err(JitError::Internal(format!("`{n}` in a pair term"))),
-                }
+            ExprKind::Int(k) => {
+                let x = self.b.ins().iconst(types::I64, *k);
+                Ok(self.b.ins().splat(types::I64X2, x))
             }
+            ExprKind::Var(n) if env.iter().any(|(m, _)| m == n) => env
+                .iter()
+                .rev()
+                .find(|(m, _)| m == n)
+                .map(|(_, v)| *v)
+                .ok_or_else(|| JitError::Internal(format!("`{n}` in a pair term"))),
+            ExprKind::Var(_) | ExprKind::Proj(..) => match self.invariant(e).cloned() {
+                Some(Values::Real(x)) => {
+                    let x = self.entry_copy(x);
+                    Ok(self.b.ins().splat(PAIR, x))
+                }
+                Some(Values::Int(x)) => {
+                    let x = self.entry_copy(x);
+                    Ok(self.b.ins().splat(types::I64X2, x))
+                }
+                _ => Err(JitError::Internal("a value in a pair term".into())),
+            },
             ExprKind::Prim(p, args) => {
                 let mut xs = Vec::with_capacity(args.len());
                 for a in args {
                     xs.push(self.pair_lower(a, env)?);
                 }
-                let calls = &self.calls;
-                let lookup = |q: gradlift_lang::Prim| calls[&q];
-                Ok(lower_prim_pair(self.b, &lookup, self.exp_table, *p, &xs))
+                use gradlift_lang::prim::{Comparison, Connective, IntOp, Lowering};
+                let cc = |c: Comparison| match c {
+                    Comparison::Lt => (FloatCC::LessThan, IntCC::SignedLessThan),
+                    Comparison::Le => (FloatCC::LessThanOrEqual, IntCC::SignedLessThanOrEqual),
+                    Comparison::Gt => (FloatCC::GreaterThan, IntCC::SignedGreaterThan),
+                    Comparison::Ge => {
+                        (FloatCC::GreaterThanOrEqual, IntCC::SignedGreaterThanOrEqual)
+                    }
+                    Comparison::Eq => (FloatCC::Equal, IntCC::Equal),
+                    Comparison::Ne => (FloatCC::NotEqual, IntCC::NotEqual),
+                };
+                Ok(match p.info().lowering {
+                    Lowering::Compare(c) => self.b.ins().fcmp(cc(c).0, xs[0], xs[1]),
+                    Lowering::IntCompare(c) => self.b.ins().icmp(cc(c).1, xs[0], xs[1]),
+                    Lowering::Logic(Connective::And) => self.b.ins().band(xs[0], xs[1]),
+                    Lowering::Logic(Connective::Or) => self.b.ins().bor(xs[0], xs[1]),
+                    Lowering::Logic(Connective::Not) => self.b.ins().bnot(xs[0]),
+                    Lowering::Int(IntOp::Add) => self.b.ins().iadd(xs[0], xs[1]),
+                    Lowering::Int(IntOp::Sub) => self.b.ins().isub(xs[0], xs[1]),
+                    Lowering::Int(IntOp::Mul) => self.b.ins().imul(xs[0], xs[1]),
+                    Lowering::Int(IntOp::Neg) => self.b.ins().ineg(xs[0]),
+                    _ => {
+                        let calls = &self.calls;
+                        let lookup = |q: gradlift_lang::Prim| calls[&q];
+                        lower_prim_pair(self.b, &lookup, self.exp_table, *p, &xs)
+                    }
+                })
+            }
+            ExprKind::If(c, a, b) => {
+                let c = self.pair_lower(c, env)?;
+                let a = self.pair_lower(a, env)?;
+                let b = self.pair_lower(b, env)?;
+                Ok(self.select_pair(c, a, b))
             }
             ExprKind::Let {
                 pat: Pattern::Var(n, _),
@@ -205,9 +359,11 @@ impl Translator<'_, '_> {
     /// Whether a map's loop runs in pairs: it stores reals and reads
     /// pair sources through a pair term.
     pub(super) fn pair_mapping(&self, m: &Mapping<'_>) -> bool {
+        let lanes: Option<Vec<Lane>> = m.sources.iter().map(|s| self.source_lane(s)).collect();
         matches!(m.shape, Shape::Real)
-            && m.sources.iter().all(|s| self.pair_source(s))
-            && self.pair_lambda(m.params, &m.tys, m.body)
+            && lanes.is_some_and(|lanes| {
+                self.pair_lambda_lane(m.params, &m.tys, &lanes, m.body) == Some(Lane::Real)
+            })
     }
 
     /// The loop of a [`Mapping`] in pairs (see [`Translator::pair_mapping`]),
@@ -330,7 +486,9 @@ impl Translator<'_, '_> {
                 values.push(*len);
                 self.captures(inner, values, reals);
             }
-            _ => {}
+            Source::Iota(n) => values.push(*n),
+            Source::OneHot { hit, miss, len, .. } => values.extend([*hit, *miss, *len]),
+            Source::Scan { .. } | Source::Concat { .. } => {}
         }
     }
 
@@ -354,12 +512,18 @@ impl Translator<'_, '_> {
             .iter()
             .map(|v| self.b.func.dfg.value_type(*v))
             .collect();
-        let real_values: Vec<Value> = reals
+        let real_values: Vec<Values> = reals
             .iter()
-            .map(|n| match self.env.get(n) {
-                Some(Values::Real(x)) => Ok(*x),
-                _ => Err(JitError::Internal(format!("the real `{n}` of a kernel"))),
+            .map(|n| {
+                self.env
+                    .get(n)
+                    .cloned()
+                    .ok_or_else(|| JitError::Internal(format!("the variable `{n}` of a kernel")))
             })
+            .collect::<Result<_, _>>()?;
+        let types: Vec<Type> = reals
+            .iter()
+            .map(|n| self.type_of(&Expr::synth(ExprKind::Var(n.clone()))))
             .collect::<Result<_, _>>()?;
         let Some(sink) = self.kernels.take() else {
             return Err(JitError::Internal("a kernel without a module".into()));
@@ -372,9 +536,10 @@ impl Translator<'_, '_> {
                     copies.insert(*v, x);
                 }
             }
-            for (n, x) in reals.iter().zip(&real_values) {
-                kt.env.insert(n.clone(), Values::Real(copies[x]));
-                kt.typer.push(n.clone(), Type::Real);
+            for ((n, v), ty) in reals.iter().zip(&real_values).zip(&types) {
+                let mut own = v.to_vec().into_iter().map(|x| copies[&x]);
+                kt.env.insert(n.clone(), v.rebuild(&mut own));
+                kt.typer.push(n.clone(), ty.clone());
             }
             body(kt, &copies, chunk)
         });
@@ -461,10 +626,10 @@ impl Translator<'_, '_> {
         let mut stack = vec![body];
         while let Some(e) = stack.pop() {
             if let ExprKind::Var(n) = &e.kind {
-                if let Some(Values::Real(x)) = self.env.get(n) {
+                if let Some(v) = self.env.get(n) {
                     if !reals.contains(n) {
                         reals.push(n.clone());
-                        values.push(*x);
+                        v.flatten(values);
                     }
                 }
             }
@@ -591,6 +756,13 @@ fn remap<'e>(s: &Source<'e>, copies: &HashMap<Value, Value>) -> Result<Source<'e
         Source::Shifted { inner, offset, len } => Source::Shifted {
             inner: Box::new(remap(inner, copies)?),
             offset: offset.map(|k| copy(&k)).transpose()?,
+            len: copy(len)?,
+        },
+        Source::Iota(n) => Source::Iota(copy(n)?),
+        Source::OneHot { at, hit, miss, len } => Source::OneHot {
+            at: *at,
+            hit: copy(hit)?,
+            miss: copy(miss)?,
             len: copy(len)?,
         },
         _ => {
