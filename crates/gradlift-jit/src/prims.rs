@@ -246,15 +246,7 @@ fn lower_tanh(b: &mut FunctionBuilder, table: GlobalValue, x: Value) -> Value {
     let y = b.ins().fadd(a, a);
     let (shifted, bits, hi, lo) = lower_table_entry(b, data, y);
     let scale = lower_scale(b, bits);
-    let hi = b.ins().fmul(hi, scale);
-    let lo = b.ins().fmul(lo, scale);
-    let p = lower_expm1_reduced(b, data, y, shifted);
-    let minus_one = b.ins().fsub(hi, one);
-    let correction = b.ins().fma(hi, p, lo);
-    let t = b.ins().fadd(minus_one, correction);
-    let two = b.ins().f64const(2.0);
-    let denominator = b.ins().fadd(t, two);
-    let quotient = b.ins().fdiv(t, denominator);
+    let quotient = lower_tanh_ratio(b, data, y, shifted, (hi, lo), scale);
     let signed = b.ins().fcopysign(quotient, x);
     b.ins().jump(join, &[BlockArg::Value(signed)]);
 
@@ -413,19 +405,35 @@ fn lower_tanh_pair(b: &mut FunctionBuilder, table: GlobalValue, x: Value) -> Val
     let y = b.ins().fadd(a, a);
     let (shifted, bits, _, hi, lo) = lower_table_entry_pair(b, data, y);
     let scale = lower_scale_pair(b, bits);
-    let hi = b.ins().fmul(hi, scale);
-    let lo = b.ins().fmul(lo, scale);
-    let p = lower_expm1_reduced(b, data, y, shifted);
-    let minus_one = b.ins().fsub(hi, one);
-    let correction = b.ins().fma(hi, p, lo);
-    let t = b.ins().fadd(minus_one, correction);
-    let two = f64const_as(b, 2.0, PAIR);
-    let denominator = b.ins().fadd(t, two);
-    let quotient = b.ins().fdiv(t, denominator);
+    let quotient = lower_tanh_ratio(b, data, y, shifted, (hi, lo), scale);
     let inside = copysign_pair(b, quotient, x);
 
     let small = b.ins().fcmp(FloatCC::GreaterThan, bound, a);
     select_pair(b, small, inside, outside)
+}
+
+/// t / (t + 2) for t = e^y − 1 (`expm1_small` of [`gradlift_lang::exp`]),
+/// given y's reduction (`shifted`), its table pair and `scale` =
+/// 2^(k div N): the part of `tanh` shared by reals and pairs (`y`'s type).
+fn lower_tanh_ratio(
+    b: &mut FunctionBuilder,
+    data: Value,
+    y: Value,
+    shifted: Value,
+    (hi, lo): (Value, Value),
+    scale: Value,
+) -> Value {
+    let ty = b.func.dfg.value_type(y);
+    let hi = b.ins().fmul(hi, scale);
+    let lo = b.ins().fmul(lo, scale);
+    let p = lower_expm1_reduced(b, data, y, shifted);
+    let one = f64const_as(b, 1.0, ty);
+    let minus_one = b.ins().fsub(hi, one);
+    let correction = b.ins().fma(hi, p, lo);
+    let t = b.ins().fadd(minus_one, correction);
+    let two = f64const_as(b, 2.0, ty);
+    let denominator = b.ins().fadd(t, two);
+    b.ins().fdiv(t, denominator)
 }
 
 /// Emits primitive `p` applied to `args` (reals, or conditions for the
