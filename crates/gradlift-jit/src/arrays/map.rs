@@ -266,27 +266,43 @@ impl Translator<'_, '_> {
             // The element is written into the result (its arrays built
             // there directly where the body ends in a map): the body's
             // temporaries die with the iteration.
-            let mark = t.mark();
-            let mut xs = Vec::new();
-            for s in &m.sources {
-                xs.push(t.element(s, i)?);
-            }
-            for ((p, v), ty) in m.params.iter().zip(xs).zip(&m.tys) {
-                t.bind(&p.pat, v, ty)?;
-            }
-            let to = t.entry_copy(ptr);
-            let at = t.element_addr(to, i, stride);
-            t.lower_into(m.body, at, &m.shape)?;
-            if !folds.is_empty() {
-                let own = folds
-                    .iter()
-                    .any(|f| !matches!(f.reads, Reads::Array(..)))
-                    .then(|| load(t.b, at, &m.shape));
-                t.step_folds(folds, i, own)?;
-            }
-            t.release(mark);
+            t.write_element(m, ptr, stride, folds, i)?;
             Ok(())
         })
+    }
+
+    /// Element `i` of a [`Mapping`], written at `ptr + i·stride` (its
+    /// arrays built there directly where the body ends in a map), and the
+    /// steps of the `folds` riding along on it; the body's temporaries die
+    /// with the element.
+    pub(super) fn write_element(
+        &mut self,
+        m: &Mapping<'_>,
+        ptr: Value,
+        stride: Value,
+        folds: &[Fold<'_>],
+        i: Value,
+    ) -> Result<(), JitError> {
+        let mark = self.mark();
+        let mut xs = Vec::new();
+        for s in &m.sources {
+            xs.push(self.element(s, i)?);
+        }
+        for ((p, v), ty) in m.params.iter().zip(xs).zip(&m.tys) {
+            self.bind(&p.pat, v, ty)?;
+        }
+        let to = self.entry_copy(ptr);
+        let at = self.element_addr(to, i, stride);
+        self.lower_into(m.body, at, &m.shape)?;
+        if !folds.is_empty() {
+            let own = folds
+                .iter()
+                .any(|f| !matches!(f.reads, Reads::Array(..)))
+                .then(|| load(self.b, at, &m.shape));
+            self.step_folds(folds, i, own)?;
+        }
+        self.release(mark);
+        Ok(())
     }
 
     /// One step of each of `folds` on element `i` of a map, whose value

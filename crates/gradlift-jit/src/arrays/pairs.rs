@@ -436,22 +436,8 @@ impl Translator<'_, '_> {
         self.b.seal_block(tail);
         self.region(|t| {
             let i = t.b.ins().iadd_imm_s(end, -1);
-            let mark = t.mark();
-            let mut xs = Vec::new();
-            for s in &m.sources {
-                xs.push(t.element(s, i)?);
-            }
-            for ((p, v), ty) in m.params.iter().zip(xs).zip(&m.tys) {
-                t.bind(&p.pat, v, ty)?;
-            }
-            let to = t.entry_copy(ptr);
             let eight = t.iconst(8);
-            let at = t.element_addr(to, i, eight);
-            t.lower_into(m.body, at, &m.shape)?;
-            let own = load(t.b, at, &m.shape);
-            t.step_folds(folds, i, Some(own))?;
-            t.release(mark);
-            Ok::<(), JitError>(())
+            t.write_element(m, ptr, eight, folds, i)
         })?;
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(done);
@@ -463,13 +449,14 @@ impl Translator<'_, '_> {
     /// it is not inside another loop, and the code runs in this process
     /// with a pool of more than one thread.
     pub(super) fn may_split(&self) -> bool {
-        self.kernels.is_some() && self.loops.is_empty() && self.runtime.is_some_and(|r| r.pool != 0)
+        // (`kernels` is present only then: `Jit::lower`.)
+        self.kernels.is_some() && self.loops.is_empty()
     }
 
-    /// The values a pair source reads from before its loop, and the reals
-    /// its terms read by name (binders are unique, so a name of the
+    /// The values a pair source reads from before its loop, and the
+    /// variables its terms read by name (binders are unique, so a name of the
     /// environment is the same variable everywhere).
-    fn captures(&self, s: &Source<'_>, values: &mut Vec<Value>, reals: &mut Vec<Name>) {
+    fn captures(&self, s: &Source<'_>, values: &mut Vec<Value>, names: &mut Vec<Name>) {
         match s {
             Source::Array(a, stride) => values.extend([a.ptr, a.len, *stride]),
             Source::Mapped {
@@ -477,14 +464,14 @@ impl Translator<'_, '_> {
             } => {
                 values.push(*len);
                 for s in inputs {
-                    self.captures(s, values, reals);
+                    self.captures(s, values, names);
                 }
-                self.captures_of_body(body, values, reals);
+                self.captures_of_body(body, values, names);
             }
             Source::Shifted { inner, offset, len } => {
                 values.extend(offset.iter().copied());
                 values.push(*len);
-                self.captures(inner, values, reals);
+                self.captures(inner, values, names);
             }
             Source::Iota(n) => values.push(*n),
             Source::OneHot { hit, miss, len, .. } => values.extend([*hit, *miss, *len]),
@@ -493,15 +480,15 @@ impl Translator<'_, '_> {
     }
 
     /// Defines a kernel (`split.rs`) reading `values` — the loop's
-    /// captures, stored by the caller at `env + 8k` — and the reals
-    /// `reals` among them, whose `body` computes chunk `c` given the
+    /// captures, stored by the caller at `env + 8k` — and the variables
+    /// `names` among them, whose `body` computes chunk `c` given the
     /// kernel's translator, its own copies of the values and `c`. Returns
     /// the kernel and the address of the captures, stored here.
     #[allow(clippy::type_complexity)]
     fn define_kernel(
         &mut self,
         values: &[Value],
-        reals: &[Name],
+        names: &[Name],
         body: &mut dyn FnMut(
             &mut Translator<'_, '_>,
             &HashMap<Value, Value>,
@@ -512,7 +499,7 @@ impl Translator<'_, '_> {
             .iter()
             .map(|v| self.b.func.dfg.value_type(*v))
             .collect();
-        let real_values: Vec<Values> = reals
+        let named: Vec<Values> = names
             .iter()
             .map(|n| {
                 self.env
@@ -521,7 +508,7 @@ impl Translator<'_, '_> {
                     .ok_or_else(|| JitError::Internal(format!("the variable `{n}` of a kernel")))
             })
             .collect::<Result<_, _>>()?;
-        let types: Vec<Type> = reals
+        let types: Vec<Type> = names
             .iter()
             .map(|n| self.type_of(&Expr::synth(ExprKind::Var(n.clone()))))
             .collect::<Result<_, _>>()?;
@@ -536,7 +523,7 @@ impl Translator<'_, '_> {
                     copies.insert(*v, x);
                 }
             }
-            for ((n, v), ty) in reals.iter().zip(&real_values).zip(&types) {
+            for ((n, v), ty) in names.iter().zip(&named).zip(&types) {
                 let mut own = v.to_vec().into_iter().map(|x| copies[&x]);
                 kt.env.insert(n.clone(), v.rebuild(&mut own));
                 kt.typer.push(n.clone(), ty.clone());
@@ -590,12 +577,12 @@ impl Translator<'_, '_> {
     /// A map in pairs split across the pool: each chunk of its elements
     /// computed by a kernel.
     fn split_map(&mut self, m: &Mapping<'_>, ptr: Value) -> Result<(), JitError> {
-        let (mut values, mut reals) = (vec![ptr, m.len], Vec::new());
+        let (mut values, mut names) = (vec![ptr, m.len], Vec::new());
         for s in &m.sources {
-            self.captures(s, &mut values, &mut reals);
+            self.captures(s, &mut values, &mut names);
         }
-        self.captures_of_body(m.body, &mut values, &mut reals);
-        let (kernel, env) = self.define_kernel(&values, &reals, &mut |kt, copies, chunk| {
+        self.captures_of_body(m.body, &mut values, &mut names);
+        let (kernel, env) = self.define_kernel(&values, &names, &mut |kt, copies, chunk| {
             let sources = m
                 .sources
                 .iter()
@@ -622,13 +609,13 @@ impl Translator<'_, '_> {
 
     /// The reals a term reads by name, as [`Translator::captures`] finds
     /// them in a mapped source's body.
-    fn captures_of_body(&self, body: &Expr, values: &mut Vec<Value>, reals: &mut Vec<Name>) {
+    fn captures_of_body(&self, body: &Expr, values: &mut Vec<Value>, names: &mut Vec<Name>) {
         let mut stack = vec![body];
         while let Some(e) = stack.pop() {
             if let ExprKind::Var(n) = &e.kind {
                 if let Some(v) = self.env.get(n) {
-                    if !reals.contains(n) {
-                        reals.push(n.clone());
+                    if !names.contains(n) {
+                        names.push(n.clone());
                         v.flatten(values);
                     }
                 }
@@ -653,11 +640,11 @@ impl Translator<'_, '_> {
         let Some(combine) = Combine::of(p) else {
             return Err(JitError::Internal(format!("a split reduce by `{p}`")));
         };
-        let (mut values, mut reals) = (Vec::new(), Vec::new());
-        self.captures(a, &mut values, &mut reals);
+        let (mut values, mut names) = (Vec::new(), Vec::new());
+        self.captures(a, &mut values, &mut names);
         let len = a.len();
         values.push(len);
-        let (kernel, env) = self.define_kernel(&values, &reals, &mut |kt, copies, chunk| {
+        let (kernel, env) = self.define_kernel(&values, &names, &mut |kt, copies, chunk| {
             let source = remap(a, copies)?;
             let (start, end) = chunk_range(kt, chunk, copies[&len]);
             let n = kt.b.ins().isub(end, start);
