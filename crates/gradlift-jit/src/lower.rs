@@ -177,33 +177,13 @@ pub(crate) fn lower_function<'a>(
     let zero = b.ins().iconst(types::I64, 0);
     let ws_len = b.ins().smax(ws_len, zero);
     let end = b.ins().iadd(ws, ws_len);
-    let mut t = Translator {
-        b,
-        env: HashMap::new(),
-        sizes: HashMap::new(),
-        typer: Typer::new(&closed.size_vars),
-        top,
-        usage: Default::default(),
-        size_vars: closed.size_vars.clone(),
-        base: ws,
-        end,
-        fail,
-        calls,
-        exp_table,
-        runtime,
-        max_iterations,
-        labels,
-        known: Known::default(),
-        overflow: None,
-        pin_slot: None,
-        loops: Vec::new(),
-        computed: HashMap::new(),
-        ranges: HashMap::new(),
-        below: HashMap::new(),
-        range_sizes: HashMap::new(),
-        interior: HashMap::new(),
-        kernels,
-    };
+    let mut t = Translator::new(b, fail, top, (ws, end), calls, exp_table);
+    t.typer = Typer::new(&closed.size_vars);
+    t.size_vars = closed.size_vars.clone();
+    t.runtime = runtime;
+    t.max_iterations = max_iterations;
+    t.labels = labels;
+    t.kernels = kernels;
     for (k, name) in closed.size_vars.iter().enumerate() {
         t.label(|| format!("size `{name}` (args[{k}])"));
         let v =
@@ -254,20 +234,17 @@ pub(crate) fn lower_function<'a>(
 }
 
 impl<'a, 'f> Translator<'a, 'f> {
-    /// A translator for a kernel function (`split.rs`) whose entry block
-    /// `b` is in: no sizes, no parameters, no workspace, no runtime. What
-    /// a kernel computes cannot fail; its failure block, which nothing
-    /// reaches, returns NaN ([`Translator::finish_kernel`]).
-    pub(crate) fn for_kernel(
+    /// A translator with nothing bound yet, failing to `fail`, its bump
+    /// pointer `top` in the workspace `base .. end`: no sizes, no runtime,
+    /// no labels, no kernels (the callers set what they have).
+    fn new(
         b: &'a mut FunctionBuilder<'f>,
+        fail: Block,
+        top: Variable,
+        (base, end): (Value, Value),
         calls: HashMap<gradlift_lang::Prim, FuncRef>,
         exp_table: Option<GlobalValue>,
     ) -> Translator<'a, 'f> {
-        let fail = b.create_block();
-        b.set_cold_block(fail);
-        let top = b.declare_var(types::I64);
-        let zero = b.ins().iconst(types::I64, 0);
-        b.def_var(top, zero);
         Translator {
             b,
             env: HashMap::new(),
@@ -276,8 +253,8 @@ impl<'a, 'f> Translator<'a, 'f> {
             top,
             usage: Default::default(),
             size_vars: Vec::new(),
-            base: zero,
-            end: zero,
+            base,
+            end,
             fail,
             calls,
             exp_table,
@@ -295,6 +272,23 @@ impl<'a, 'f> Translator<'a, 'f> {
             interior: HashMap::new(),
             kernels: None,
         }
+    }
+
+    /// A translator for a kernel function (`split.rs`) whose entry block
+    /// `b` is in: no sizes, no parameters, no workspace, no runtime. What
+    /// a kernel computes cannot fail; its failure block, which nothing
+    /// reaches, returns NaN ([`Translator::finish_kernel`]).
+    pub(crate) fn for_kernel(
+        b: &'a mut FunctionBuilder<'f>,
+        calls: HashMap<gradlift_lang::Prim, FuncRef>,
+        exp_table: Option<GlobalValue>,
+    ) -> Translator<'a, 'f> {
+        let fail = b.create_block();
+        b.set_cold_block(fail);
+        let top = b.declare_var(types::I64);
+        let zero = b.ins().iconst(types::I64, 0);
+        b.def_var(top, zero);
+        Translator::new(b, fail, top, (zero, zero), calls, exp_table)
     }
 
     /// Ends a kernel: returns `result`, and fills the failure block.
