@@ -167,7 +167,7 @@ pub const MODULES: &[ModuleSource] = &[
             (
                 "dir",
                 Derive::NewtonDirection {
-                    function: "cost",
+                    function: "cost_by_pairs",
                     wrt: "centroids",
                 },
             ),
