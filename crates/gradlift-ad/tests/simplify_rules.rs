@@ -1075,3 +1075,48 @@ fn folds_over_one_array_are_merged_and_share_their_work() {
         Rule::FoldMerge,
     );
 }
+
+#[test]
+fn folds_in_the_arguments_of_array_operations_are_merged() {
+    // The shape reverse mode leaves: each parameter's sum over the rows is
+    // an argument of the map that adds another term, in the result.
+    let input =
+        "(map2 (u, v. u + v) B (foldl (a, x. map2 (+) a (replicate(n, sin(x[0]) * x[1]))) Z A),
+                  foldl (b, y. b + sin(y[0])) 1 A,
+                  (map (w. w * 2) (foldl (c, z. map2 (*) c z) Z A))[0])";
+    let types = typed(&[("A", "[[R; n]; m]"), ("B", "[R; n]"), ("Z", "[R; n]")]);
+    let before = term_in(input, &types, &["n", "m"]);
+    let (out, stats) = simp(&before);
+    assert!(stats.count(Rule::FoldMerge) > 0, "fired: {stats}\n{out}");
+    let text = out.to_string();
+    assert_eq!(text.matches("foldl").count(), 1, "{text}");
+    // Each row's sine once.
+    assert_eq!(text.matches("sin(").count(), 1, "{text}");
+    let vals = values(&[
+        (
+            "A",
+            Value::Array(
+                vec![
+                    Value::reals(&[0.5, -1.25]),
+                    Value::reals(&[2.0, 0.75]),
+                    Value::reals(&[-0.3, 1.5]),
+                ]
+                .into(),
+            ),
+        ),
+        ("B", Value::reals(&[1.0, -2.0])),
+        ("Z", Value::reals(&[0.25, 1.0])),
+        ("n", Value::Int(2)),
+        ("m", Value::Int(3)),
+    ]);
+    assert_same_meaning(&before, &out, &types, &["n", "m"], &vals);
+    never_fires(
+        &[
+            // In a branch: computed only when the condition holds.
+            "(if B[0] > 0 then foldl (a, x. a + x[0]) 0 A else 0, foldl (b, y. b + y[1]) 0 A)",
+            // One fold the start of the other.
+            "foldl (a, x. a + x[0]) (foldl (b, y. b + y[1]) 0 A) A",
+        ],
+        Rule::FoldMerge,
+    );
+}

@@ -15,12 +15,20 @@
 //! Applies in a block `let b₁ in … let bₙ in body` to two or more folds
 //! (`foldl` without a checkpoint schedule, or a `reduce` that is a left
 //! fold — not one in lanes, `gradlift_lang::reduce_order`) with a lambda,
-//! over α-equal arrays, each either a binding's value or a component of
-//! the tuples `body` ends in. The merged fold is bound where the first of
-//! them was (or before `body`), so every fold merged must read only names
-//! bound before that point: none reads another's result. Each fold's
+//! over α-equal arrays, each found in a binding's value or in `body` at a
+//! position that is always evaluated when they are: through tuples,
+//! projections, primitives' operands, array literals and indexing, the
+//! arguments of array operations and builtins — not under a binder (a
+//! `let` or a lambda), not in a branch of `if`, and not inside another
+//! such fold. (Reverse mode leaves the sum over the rows of one
+//! parameter's cotangent as an argument of the map that adds its prior's
+//! terms: a GMM's are under `map2`s in the tuple the gradient returns.)
+//! The merged fold is bound before the binding the first of them is in
+//! (or before `body`), so every fold merged must read only names bound
+//! before that point: none reads another's result. Each fold's
 //! operations on reals are those it did, in the same order, so the value
-//! is unchanged bit for bit.
+//! is unchanged bit for bit; a fold that fails now fails before the
+//! bindings it was moved ahead of, with the same error.
 //!
 //! ```text
 //! let r = foldl (a, x. e₁) z₁ A in … (foldl (b, y. e₂) z₂ A, …)
@@ -61,13 +69,12 @@ pub(super) fn run(e: Expr, stats: &mut Stats) -> (Expr, bool) {
     (e, changed)
 }
 
-/// Where a fold is in a block.
+/// Where a fold is in a block: in the value of binding `i`, or in the
+/// body (`None`), by the path of [`strict_children`] positions to it.
 #[derive(Clone, Debug)]
-enum Site {
-    /// The value of binding `i`.
-    Binding(usize),
-    /// A component of the body, by the path of tuple positions to it.
-    Body(Vec<usize>),
+struct Site {
+    binding: Option<usize>,
+    path: Vec<usize>,
 }
 
 /// Merges one group of folds in the block; whether it found one.
@@ -78,14 +85,26 @@ fn merge_one(
     stats: &mut Stats,
 ) -> bool {
     let mut sites: Vec<(Site, usize)> = Vec::new();
-    for (i, b) in bindings.iter().enumerate() {
-        if mergeable(&b.value) {
-            sites.push((Site::Binding(i), i));
-        }
-    }
     let mut path = Vec::new();
-    body_folds(body, &mut path, &mut |p| {
-        sites.push((Site::Body(p), bindings.len()));
+    for (i, b) in bindings.iter().enumerate() {
+        folds_in(&b.value, &mut path, &mut |path| {
+            sites.push((
+                Site {
+                    binding: Some(i),
+                    path,
+                },
+                i,
+            ));
+        });
+    }
+    folds_in(body, &mut path, &mut |path| {
+        sites.push((
+            Site {
+                binding: None,
+                path,
+            },
+            bindings.len(),
+        ));
     });
     if sites.len() < 2 {
         return false;
@@ -149,39 +168,61 @@ fn mergeable(e: &Expr) -> bool {
     }
 }
 
-/// The folds among the components of the tuples `e` ends in, by path.
-fn body_folds(e: &Expr, path: &mut Vec<usize>, found: &mut dyn FnMut(Vec<usize>)) {
+/// The mergeable folds of `e` at positions always evaluated with it (see
+/// the module's doc), by path; not those inside another.
+fn folds_in(e: &Expr, path: &mut Vec<usize>, found: &mut dyn FnMut(Vec<usize>)) {
     guard(|| {
         if mergeable(e) {
             found(path.clone());
-        } else if let ExprKind::Tuple(parts) = &e.kind {
-            for (k, p) in parts.iter().enumerate() {
-                path.push(k);
-                body_folds(p, path, found);
-                path.pop();
-            }
+            return;
+        }
+        for (k, c) in strict_children(e).into_iter().enumerate() {
+            path.push(k);
+            folds_in(c, path, found);
+            path.pop();
         }
     })
 }
 
-fn site_expr<'a>(bindings: &'a [Binding], body: &'a Expr, site: &Site) -> &'a Expr {
-    match site {
-        Site::Binding(i) => &bindings[*i].value,
-        Site::Body(path) => path.iter().fold(body, |e, &k| match &e.kind {
-            ExprKind::Tuple(parts) => &parts[k],
-            _ => unreachable!("a path through tuples"),
-        }),
+/// The sub-terms of `e` evaluated whenever `e` is, outside any binder:
+/// the positions [`folds_in`] looks through, in the order
+/// [`strict_children_mut`] gives them.
+fn strict_children(e: &Expr) -> Vec<&Expr> {
+    match &e.kind {
+        ExprKind::Tuple(xs) | ExprKind::ArrayLit(xs) | ExprKind::Prim(_, xs) => xs.iter().collect(),
+        ExprKind::Builtin(_, xs) | ExprKind::ArrayOp(_, _, xs) => xs.iter().collect(),
+        ExprKind::Proj(x, _) | ExprKind::Index(x, _) => vec![&**x],
+        _ => Vec::new(),
     }
 }
 
-fn site_mut<'a>(bindings: &'a mut [Binding], body: &'a mut Expr, site: &Site) -> &'a mut Expr {
-    match site {
-        Site::Binding(i) => &mut bindings[*i].value,
-        Site::Body(path) => path.iter().fold(body, |e, &k| match &mut e.kind {
-            ExprKind::Tuple(parts) => &mut parts[k],
-            _ => unreachable!("a path through tuples"),
-        }),
+/// [`strict_children`], mutable.
+fn strict_children_mut(e: &mut Expr) -> Vec<&mut Expr> {
+    match &mut e.kind {
+        ExprKind::Tuple(xs) | ExprKind::ArrayLit(xs) | ExprKind::Prim(_, xs) => {
+            xs.iter_mut().collect()
+        }
+        ExprKind::Builtin(_, xs) | ExprKind::ArrayOp(_, _, xs) => xs.iter_mut().collect(),
+        ExprKind::Proj(x, _) | ExprKind::Index(x, _) => vec![&mut **x],
+        _ => Vec::new(),
     }
+}
+
+fn site_expr<'a>(bindings: &'a [Binding], body: &'a Expr, site: &Site) -> &'a Expr {
+    let root = site.binding.map_or(body, |i| &bindings[i].value);
+    site.path
+        .iter()
+        .fold(root, |e, &k| strict_children(e).swap_remove(k))
+}
+
+fn site_mut<'a>(bindings: &'a mut [Binding], body: &'a mut Expr, site: &Site) -> &'a mut Expr {
+    let root = match site.binding {
+        Some(i) => &mut bindings[i].value,
+        None => body,
+    };
+    site.path
+        .iter()
+        .fold(root, |e, &k| strict_children_mut(e).swap_remove(k))
 }
 
 fn array_of(fold: &Expr) -> &Expr {

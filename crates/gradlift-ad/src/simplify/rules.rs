@@ -210,7 +210,7 @@ rules! {
     /// fold of the tuple of their accumulators.
     FoldMerge = "fold-merge",
         "let r = foldl (a, x. e₁) z₁ A in … C[foldl (b, y. e₂) z₂ A] ⇝ let m = foldl (s, q. (let a = s.0 in let x = q in e₁, let b = s.1 in let y = q in e₂)) (z₁, z₂) A in let r = m.0 in … C[m.1]",
-        "both folds in one block, as a binding's value or a component of the tuples its body ends in; neither reads a name bound after the first; A α-equal; foldl without a schedule, or a reduce folded from the left";
+        "both folds in one block, in a binding's value or its body at a position always evaluated with it (through tuples, projections, operands, indexing and the arguments of array operations and builtins; not under a binder or in a branch of if, not inside another such fold); neither reads a name bound after the first; A α-equal; foldl without a schedule, or a reduce folded from the left";
 
     /// A component of an array of tuples computed from the others where
     /// it is read, instead of being stored.
