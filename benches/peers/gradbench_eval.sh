@@ -13,7 +13,7 @@
 # compiler, python3 (a virtual environment with numpy, scipy and pydantic
 # is made once in target/gradbench-venv) and nlohmann's json.hpp (Debian:
 # nlohmann-json3-dev), copied where GradBench's C++ code includes it.
-# Prints each answer valid or INVALID with the eval's time, then
+# Prints each answer valid or INVALID with the tool's median time, then
 # `valid V of N`; the exit status is 0 only when all are valid.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -48,6 +48,9 @@ fi
 (cd "$root" && cargo build --quiet --release --bin gradlift)
 cd "$dir"
 export PYTHONPATH=$dir/python/gradbench
+# GRADBENCH_TOOL, a command run in the checkout, replaces gradlift as the
+# tool (benches/peers/run_gradbench_tools.sh runs GradBench's JAX tool so).
+read -r -a tool <<<"${GRADBENCH_TOOL:-$root/target/release/gradlift gradbench}"
 exec "$venv/bin/python" "$root/benches/peers/gradbench_relay.py" \
   "$venv/bin/python" "python/gradbench/gradbench/evals/$module/run.py" "$@" \
-  -- "$root/target/release/gradlift" gradbench
+  -- "${tool[@]}"

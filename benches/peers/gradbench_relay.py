@@ -6,12 +6,14 @@ answer of the tool back to the eval, which validates it.
     gradbench_relay.py EVAL COMMAND… -- TOOL COMMAND…
 
 Prints, for each `analysis` the eval sends, the function, the input's
-description, `valid` or `INVALID` (with the eval's reason) and the mean of
-the tool's `evaluate` timings; then `valid V of N`. Exits with status 0
+description, `valid` or `INVALID` (with the eval's reason) and the median of
+the tool's `evaluate` timings (a tool that compiles at its first call,
+as JAX's does, reports that call among them); then `valid V of N`. Exits with status 0
 when every analysis is valid, 1 otherwise, 2 when a process fails.
 """
 
 import json
+import statistics
 import subprocess
 import sys
 
@@ -41,15 +43,15 @@ def main() -> int:
             print(f"define {message.get('module')}: {response.get('error')}", flush=True)
         if kind == "evaluate":
             times = [t["nanoseconds"] for t in response.get("timings", []) if t["name"] == "evaluate"]
-            mean = sum(times) / len(times) / 1e6 if times else float("nan")
-            asked[message["id"]] = (message.get("function"), message.get("description"), mean, response.get("error"))
+            median = statistics.median(times) / 1e6 if times else float("nan")
+            asked[message["id"]] = (message.get("function"), message.get("description"), median, response.get("error"))
         if kind == "analysis":
             total += 1
             ok = bool(message.get("valid"))
             valid += ok
-            function, description, mean, error = asked.get(message.get("of"), ("?", "?", float("nan"), None))
+            function, description, median, error = asked.get(message.get("of"), ("?", "?", float("nan"), None))
             reason = "" if ok else " " + str(message.get("error") or error or "")[:300]
-            print(f"{function:10} {str(description):28} {'valid' if ok else 'INVALID'} {mean:10.3f} ms{reason}", flush=True)
+            print(f"{function:10} {str(description):28} {'valid' if ok else 'INVALID'} {median:12.6f} ms{reason}", flush=True)
         ev.stdin.write(answer)
         ev.stdin.flush()
     ev.stdin.close()
