@@ -72,8 +72,11 @@ pub(crate) enum Goes<'e> {
 impl Translator<'_, '_> {
     /// Lowers a `let` chain: its bindings, then its body.
     pub(crate) fn let_chain(&mut self, e: &Expr) -> Result<Values, JitError> {
+        let mark = self.tape_log.len();
         let body = self.let_bindings(e)?;
-        self.labelled(|| one_line(body), |t| t.lower(body))
+        let v = self.labelled(|| one_line(body), |t| t.lower(body));
+        self.untape(mark);
+        v
     }
 
     /// A `let` chain whose value is stored at `at` with layout `shape`:
@@ -84,8 +87,21 @@ impl Translator<'_, '_> {
         at: cranelift_codegen::ir::Value,
         shape: &crate::values::Shape,
     ) -> Result<(), JitError> {
+        let taped = self.tapes.len();
+        let mark = self.tape_log.len();
         let body = self.let_bindings(e)?;
-        self.lower_into(body, at, shape)
+        // After a chain long enough to have a tape, the result's address
+        // is read again from its slot rather than kept live across it.
+        let at = match self.out_slot {
+            Some((slot, out)) if out == at && self.tapes.len() > taped => {
+                use cranelift_codegen::ir::{types::I64, InstBuilder};
+                self.b.ins().stack_load(I64, I64, slot, 0)
+            }
+            _ => at,
+        };
+        let r = self.lower_into(body, at, shape);
+        self.untape(mark);
+        r
     }
 
     /// Lowers and binds the bindings of the `let` chain `e` (the folds
@@ -103,15 +119,34 @@ impl Translator<'_, '_> {
             chain.push((pat, ty.as_ref(), value));
             cur = body;
         }
+        let far = crate::tape::far(
+            &chain.iter().map(|&(p, _, v)| (p, v)).collect::<Vec<_>>(),
+            cur,
+        );
+        let tape = self.tape(far.slots());
+        let mut slot = 0;
+        if let Some(tape) = tape {
+            for name in &far.outer {
+                self.store_on_tape(name, tape, slot, true);
+                slot += 1;
+            }
+        }
         let mut done = vec![false; chain.len()];
         for k in 0..chain.len() {
             if done[k] {
                 continue;
             }
             let (pat, ty, value) = chain[k];
+            if let (Some(tape), true) = (tape, k > 0 && k % crate::tape::TAPE_DISTANCE == 0) {
+                self.refresh_tape(tape);
+            }
             let riders = self.riders(&chain, k, cur)?;
             if riders.is_empty() {
                 self.bind_let(pat, ty, value)?;
+                if let (Some(tape), Pattern::Var(name, _)) = (tape, pat) {
+                    self.store_on_tape(name, tape, slot, far.bindings[k]);
+                }
+                slot += 1;
                 continue;
             }
             let t = match ty {

@@ -31,6 +31,7 @@ mod prims;
 mod runtime;
 mod sizes;
 mod split;
+mod tape;
 mod values;
 mod workspace;
 

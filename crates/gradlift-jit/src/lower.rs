@@ -38,6 +38,22 @@ pub(crate) struct Translator<'a, 'f> {
     pub b: &'a mut FunctionBuilder<'f>,
     /// Values of the variables in scope (binders are unique).
     pub env: HashMap<Name, Values>,
+    /// The variables of long `let` chains read from their tape
+    /// (`tape.rs`).
+    pub taped: HashMap<Name, crate::tape::Slot>,
+    /// The changes to `taped`, with what each name had before, for
+    /// [`Translator::untape`].
+    pub tape_log: Vec<(Name, Option<crate::tape::Slot>)>,
+    /// Whether the code has a workspace to allocate from: a kernel
+    /// (`split.rs`) has none, its body being made of terms that allocate
+    /// nothing, and keeps its chains without a tape.
+    pub workspace: bool,
+    /// The addresses of the tapes, as last copied, for their stores and
+    /// for their loads (`tape.rs`).
+    pub tapes: Vec<(Value, Value)>,
+    /// The stack slot holding the function's `out` address, and that
+    /// address: a long chain writing the result reloads it (`tape.rs`).
+    pub out_slot: Option<(cranelift_codegen::ir::StackSlot, Value)>,
     /// Size variables, as `i64`.
     pub sizes: HashMap<Name, Value>,
     /// Types of the variables in scope, for the layouts of loop results.
@@ -172,6 +188,24 @@ pub(crate) fn lower_function<'a>(
     if let Some(labels) = &mut labels {
         b.set_srcloc(labels.add("the workspace's bounds".to_string()));
     }
+    // `info` is read by the failure block only, which every check
+    // branches to: kept in a stack slot, not live across the function
+    // (a value live across every call of a long function costs the
+    // register allocator time quadratic in their number: `tape.rs`).
+    let info_slot = b.create_sized_stack_slot(cranelift_codegen::ir::StackSlotData::new(
+        cranelift_codegen::ir::StackSlotKind::ExplicitSlot,
+        8,
+        3,
+    ));
+    b.ins().stack_store(types::I64, info, info_slot, 0);
+    // So is `out`, for a long chain that writes the result at its end
+    // (`Translator::let_chain_into`).
+    let out_slot = b.create_sized_stack_slot(cranelift_codegen::ir::StackSlotData::new(
+        cranelift_codegen::ir::StackSlotKind::ExplicitSlot,
+        8,
+        3,
+    ));
+    b.ins().stack_store(types::I64, out, out_slot, 0);
     let top = b.declare_var(types::I64);
     b.def_var(top, ws);
     let zero = b.ins().iconst(types::I64, 0);
@@ -184,6 +218,7 @@ pub(crate) fn lower_function<'a>(
     t.max_iterations = max_iterations;
     t.labels = labels;
     t.kernels = kernels;
+    t.out_slot = Some((out_slot, out));
     for (k, name) in closed.size_vars.iter().enumerate() {
         t.label(|| format!("size `{name}` (args[{k}])"));
         let v =
@@ -226,6 +261,7 @@ pub(crate) fn lower_function<'a>(
     t.label(|| "failure: *info = detail, return the status".to_string());
     let status = t.b.append_block_param(fail, types::I64);
     let detail = t.b.append_block_param(fail, types::I64);
+    let info = t.b.ins().stack_load(types::I64, types::I64, info_slot, 0);
     t.b.ins().store(crate::values::mem(), detail, info, 0);
     t.b.ins().return_(&[status]);
     t.b.seal_all_blocks();
@@ -248,6 +284,11 @@ impl<'a, 'f> Translator<'a, 'f> {
         Translator {
             b,
             env: HashMap::new(),
+            taped: HashMap::new(),
+            tape_log: Vec::new(),
+            workspace: true,
+            tapes: Vec::new(),
+            out_slot: None,
             sizes: HashMap::new(),
             typer: Typer::new(&[]),
             top,
@@ -288,7 +329,9 @@ impl<'a, 'f> Translator<'a, 'f> {
         let top = b.declare_var(types::I64);
         let zero = b.ins().iconst(types::I64, 0);
         b.def_var(top, zero);
-        Translator::new(b, fail, top, (zero, zero), calls, exp_table)
+        let mut t = Translator::new(b, fail, top, (zero, zero), calls, exp_table);
+        t.workspace = false;
+        t
     }
 
     /// Ends a kernel: returns `result`, and fills the failure block.
@@ -479,6 +522,9 @@ impl Translator<'_, '_> {
     pub fn bind(&mut self, pat: &Pattern, v: Values, ty: &Type) -> Result<(), JitError> {
         match (pat, v, ty) {
             (Pattern::Var(n, _), v, ty) => {
+                if let Some(before) = self.taped.remove(n) {
+                    self.tape_log.push((n.clone(), Some(before)));
+                }
                 self.env.insert(n.clone(), v);
                 self.typer.push(n.clone(), ty.clone());
             }
@@ -538,7 +584,9 @@ impl Translator<'_, '_> {
             ExprKind::Int(k) => Ok(Values::Int(self.iconst(*k))),
             ExprKind::Literal(_) => Err(JitError::Internal("an unchecked literal".into())),
             ExprKind::Var(n) => {
-                if let Some(v) = self.env.get(n) {
+                if let Some(v) = self.read_from_tape(n) {
+                    Ok(v)
+                } else if let Some(v) = self.env.get(n) {
                     let v = v.clone();
                     Ok(self.inside(v))
                 } else if let Some(&s) = self.sizes.get(n) {

@@ -940,6 +940,30 @@ pub fn let_chain(n: usize) -> String {
     s
 }
 
+/// `def chain(x: R) -> R` of `n` bindings where each reads the `live`
+/// values before it, `let v_i = v_{i-1} + 0.00001 * sin(v_{i-2})` plus
+/// such a term for each value up to `v_{i-live}`; the first `live` are
+/// `x` scaled.
+/// Its gradient keeps a cosine of every value for the reverse pass, which
+/// reads them back in the mirror order: about `n` values live at its
+/// middle.
+pub fn live_chain(n: usize, live: usize) -> String {
+    assert!(live >= 2 && n > live);
+    let mut s = String::from("def chain(x: R) -> R =\n");
+    for i in 0..live {
+        s.push_str(&format!("  let v{i} = x * {} in\n", 1.0 - 0.125 * i as f64));
+    }
+    for i in live..n {
+        s.push_str(&format!("  let v{i} = v{}", i - 1));
+        for j in 2..=live {
+            s.push_str(&format!(" + 0.00001 * sin(v{})", i - j));
+        }
+        s.push_str(" in\n");
+    }
+    s.push_str(&format!("  v{}\n", n - 1));
+    s
+}
+
 /// `def nest(x0: R) -> R = ((x0 * 0.9999 + 0.0001) * 0.9999 + 0.0001) …`:
 /// the same iteration as [`let_chain`] as one expression `depth` deep.
 pub fn nested(depth: usize) -> String {
