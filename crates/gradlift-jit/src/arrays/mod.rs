@@ -71,6 +71,7 @@
 //! | a term is lowered into its destination (a result row, a buffer, the output) | `place.rs` | it ends, through `let`s, tuples and `if`s, in what builds the destination |
 //! | an `if` is both sides and a `select` | `place.rs` `cheap_branch` | both sides are at most `MAX_SELECT_NODES` (6) nodes of primitives the table marks `cheap`, which cannot fail |
 //! | a loop is peeled | `peel.rs` | a source tests the index with an answer fixed but for a few iterations at an end; not for loops of constant length up to `MIN_PEELED_LEN` (32); one-hots from index `MAX_ONE_HOT_EDGE` (8) on are tested at every element |
+//! | a `let` chain's scalars are stored on a tape in the workspace, those read far away loaded back | `tape.rs` | the chain has more than `TAPE_DISTANCE` (32) bindings and the code has a workspace (not a kernel); a load for a variable last mentioned more than 32 bindings after its own, or a variable from before the chain mentioned after its first 32 |
 
 use crate::abi::Status;
 use crate::lower::{unsupported, Translator};
