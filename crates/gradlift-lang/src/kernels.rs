@@ -13,13 +13,22 @@
 //!
 //! **Operands.** An operand of `matmul` written `transpose(c, M)` is read
 //! from `M` ([`operand`], the decision every engine follows): the program
-//! never builds the transpose in its memory. The kernel transposes such an
-//! operand into scratch memory of its own, in tiles that fit the cache, and
-//! always hands gemm row-major operands: gemm's order of summation depends
-//! on its operands' layout (its paths for thin matrices differ), and this
-//! way it does not, so `matmul(A, transpose(B))` is bit for bit the product
-//! of `A` and the built transpose, and rewriting one into the other (the
-//! simplifier's `product-operand`) keeps every value.
+//! never builds the transpose in its memory. `matmul(A, transpose(B))` must
+//! be bit for bit the product of `A` and the built transpose, so that
+//! rewriting one into the other (the simplifier's `product-operand`) keeps
+//! every value. gemm's order of summation depends on its operands' layout
+//! only on its paths for small and thin products: the dot-product kernel
+//! for at most 16 × 16 results, the outer-product path for depths of 1
+//! and 2, and the matrix–vector paths for a single row or column
+//! ([`blocked`] names the rest). On its blocked path each element is
+//! accumulated over the depth in order by the same micro-kernel whatever
+//! the strides, the packing being a copy. So a column-read operand of a
+//! blocked product is handed to gemm as it is, with its strides (gemm's
+//! packing reads it once, as it would a row-major one), and one of any
+//! other product is first transposed into scratch memory in tiles that fit
+//! the cache (small, by those paths' definition, but for the depth of a
+//! thin product). `operands_read_by_columns_give_the_bits_of_their_built_transposes`
+//! checks the claim on shapes on both sides of every one of those bounds.
 //!
 //! Its order of summation is gemm's, not a left fold: a `matmul` agrees
 //! with the loop `map (a. map (b. reduce (+) 0 (map2 (*) a b)) (transpose
@@ -101,12 +110,23 @@ pub unsafe fn matmul_raw(
         unsafe { std::slice::from_raw_parts_mut(c, m * n) }.fill(0.0);
         return;
     }
-    // Operands read by columns, made row-major in scratch memory.
+    // Operands read by columns: given with their strides to a blocked
+    // product, made row-major in scratch memory for any other.
+    let strided = blocked(m, k, n);
     // SAFETY: `a` holds m·k reals and `b` k·n, in either layout.
-    let a_rows = (la == Layout::Columns).then(|| unsafe { transposed(k, m, a) });
-    let b_rows = (lb == Layout::Columns).then(|| unsafe { transposed(n, k, b) });
-    let a = a_rows.as_ref().map_or(a, |t| t.as_ptr());
-    let b = b_rows.as_ref().map_or(b, |t| t.as_ptr());
+    let a_rows = (la == Layout::Columns && !strided).then(|| unsafe { transposed(k, m, a) });
+    let b_rows = (lb == Layout::Columns && !strided).then(|| unsafe { transposed(n, k, b) });
+    // (pointer, column stride, row stride) of A and B as gemm reads them.
+    let (a, a_cs, a_rs) = match (&a_rows, la) {
+        (Some(t), _) => (t.as_ptr(), 1, k as isize),
+        (None, Layout::Rows) => (a, 1, k as isize),
+        (None, Layout::Columns) => (a, m as isize, 1),
+    };
+    let (b, b_cs, b_rs) = match (&b_rows, lb) {
+        (Some(t), _) => (t.as_ptr(), 1, n as isize),
+        (None, Layout::Rows) => (b, 1, n as isize),
+        (None, Layout::Columns) => (b, k as isize, 1),
+    };
     // `dst := beta · a·b` (`read_dst` false: `c` is not read).
     // SAFETY: as documented; the strides stay inside the three matrices.
     unsafe {
@@ -119,11 +139,11 @@ pub unsafe fn matmul_raw(
             n as isize,
             false,
             a,
-            1,
-            k as isize,
+            a_cs,
+            a_rs,
             b,
-            1,
-            n as isize,
+            b_cs,
+            b_rs,
             0.0,
             1.0,
             false,
@@ -136,6 +156,15 @@ pub unsafe fn matmul_raw(
             },
         )
     }
+}
+
+/// Whether gemm computes the `m` × `k` · `k` × `n` product on its blocked
+/// path, where the order of summation does not depend on the operands'
+/// layout: not a result of at most 16 × 16 elements (its dot-product
+/// kernel), a depth of at most 2 (its outer products) or a single row or
+/// column (its matrix–vector paths).
+pub fn blocked(m: usize, k: usize, n: usize) -> bool {
+    m > 1 && n > 1 && k > 2 && m * n > 16 * 16
 }
 
 /// The transpose of the `rows` × `cols` row-major matrix at `p`, row-major,
@@ -219,13 +248,38 @@ mod tests {
 
     #[test]
     fn operands_read_by_columns_give_the_bits_of_their_built_transposes() {
-        for &(m, k, n) in &[
+        // Both sides of every bound of `blocked`, and the classifier's
+        // shapes.
+        let mut shapes = vec![
             (13, 29, 7),
             (1, 50, 9),
             (9, 50, 1),
             (40, 2, 30),
             (70, 90, 65),
+        ];
+        for &(m, n) in &[
+            (1, 40),
+            (40, 1),
+            (1, 300),
+            (300, 1),
+            (2, 129),
+            (16, 16),
+            (16, 17),
+            (17, 16),
+            (2, 2),
+            (64, 64),
         ] {
+            for k in [1, 2, 3, 4, 17, 300, 1100] {
+                shapes.push((m, k, n));
+            }
+        }
+        shapes.extend([
+            (256, 784, 128),
+            (128, 256, 784),
+            (256, 128, 10),
+            (10, 256, 128),
+        ]);
+        for &(m, k, n) in &shapes {
             let (a, b) = (filled(m * k, 8), filled(k * n, 9));
             let (at, bt) = (transposed(m, k, &a), transposed(k, n, &b));
             let want = naive(m, k, n, &a, &b);
