@@ -3,6 +3,10 @@
 //! gradient (parse, check, inline, differentiate by the UNF route,
 //! simplify, lower, JIT). The function is the file's last definition.
 //!
+//! `<example>/gradient_cached` is the same define repeated through the
+//! compile cache of a `Jit` (`Program::parse_in`, `compile_gradient`): a
+//! lookup.
+//!
 //! `cargo bench --bench compile`; medians are in
 //! `target/criterion/compile/<example>_<function|gradient>/new/estimates.json`.
 
@@ -28,7 +32,8 @@ fn examples() -> Vec<(String, String)> {
 }
 
 fn compile(c: &mut Criterion) {
-    let jit = Jit::new().expect("a JIT for the host");
+    // The cold compiles run with the compile cache off.
+    let jit = Jit::new().expect("a JIT for the host").cache(false);
     let mut g = c.benchmark_group("compile");
     g.sample_size(20);
     for (name, text) in examples() {
@@ -53,6 +58,17 @@ fn compile(c: &mut Criterion) {
                         .gradient(None, GradOptions::default())
                         .expect("differentiates");
                     grad.compile(&jit).expect("compiles")
+                })
+            });
+            // A repeated define through the compile cache of a `Jit`
+            // that has compiled it once.
+            let cached = Jit::new().expect("a JIT for the host");
+            g.bench_function(format!("{name}/gradient_cached"), |b| {
+                b.iter(|| {
+                    let p = Program::parse_in(&cached, &name, black_box(&text)).expect("parses");
+                    let f = p.last_function().expect("a definition");
+                    f.compile_gradient(&cached, None, GradOptions::default())
+                        .expect("compiles")
                 })
             });
         }

@@ -27,7 +27,7 @@ pub use error::{Error, ErrorKind};
 #[derive(Clone, Debug)]
 pub struct Program {
     source: Arc<SourceFile>,
-    checked: CheckedModule,
+    checked: Arc<CheckedModule>,
     /// Whether a definition uses a derivative operator (`grad`, `jvp`, …),
     /// so that the interpreter runs the expanded program.
     derivatives: bool,
@@ -46,12 +46,24 @@ impl Program {
                     .any(|d| gradlift_ad::derivatives::has_derivatives(&d.body));
                 Ok(Program {
                     source,
-                    checked,
+                    checked: Arc::new(checked),
                     derivatives,
                 })
             }
             Err(e) => Err(Error::from(e).in_file(&source)),
         }
+    }
+
+    /// [`Program::parse`] through `jit`'s compile cache: parsing the same
+    /// text under the same name again is a lookup, and the functions of
+    /// the program it returns find what was compiled from them in the
+    /// cache too ([`Function::compile`], [`Function::compile_gradient`]).
+    /// (Every `Program` uses the cache when it compiles; this one skips
+    /// parsing and checking as well.)
+    pub fn parse_in(jit: &Jit, name: &str, text: &str) -> Result<Program, Error> {
+        jit.cached(&cache_key("parse", name, &[], text), || {
+            Program::parse(name, text)
+        })
     }
 
     /// The source text.
@@ -278,6 +290,7 @@ def {def_name}({}) = {}(({point}. {name}({})), {wrt})
         Ok(GradientProgram {
             function: *self,
             gradient,
+            key: self.gradient_key(wrt, options),
         })
     }
 
@@ -287,11 +300,49 @@ def {def_name}({}) = {}(({point}. {name}({})), {wrt})
         e.into().in_file(&self.program.source)
     }
 
-    /// Compiles it to native code: [`Function::optimized`], lowered.
+    /// Compiles it to native code: [`Function::optimized`], lowered. The
+    /// result is kept in `jit`'s compile cache under the program's text
+    /// and this function's name: compiling it again is a lookup.
     pub fn compile(&self, jit: &Jit) -> Result<CompiledFunction, Error> {
-        Ok(CompiledFunction {
-            compiled: jit.compile(&self.optimized()?)?,
+        jit.cached(&self.key("function", &[]), || {
+            Ok(CompiledFunction {
+                compiled: Arc::new(jit.compile(&self.optimized()?)?),
+            })
         })
+    }
+
+    /// Its gradient program with respect to `wrt` (see
+    /// [`Function::gradient`]) compiled to native code; through `jit`'s
+    /// compile cache, keyed by the program's text, this function, `wrt`
+    /// and `options`, so that a repeated call differentiates nothing and
+    /// compiles nothing. The same as `gradient(wrt, options)?.compile(jit)`.
+    pub fn compile_gradient(
+        &self,
+        jit: &Jit,
+        wrt: Option<&[Name]>,
+        options: GradOptions,
+    ) -> Result<CompiledGradient, Error> {
+        let key = self.gradient_key(wrt, options);
+        jit.cached(&key, || self.gradient(wrt, options)?.build(jit))
+    }
+
+    /// The cache key of what `derived` compiles from this function, with
+    /// `extra` (what it is derived with respect to, its options).
+    fn key(&self, derived: &str, extra: &[&str]) -> String {
+        let mut parts = vec![self.name()];
+        parts.extend_from_slice(extra);
+        cache_key(
+            derived,
+            &self.program.source.name,
+            &parts,
+            &self.program.source.text,
+        )
+    }
+
+    fn gradient_key(&self, wrt: Option<&[Name]>, options: GradOptions) -> String {
+        let wrt = format!("{wrt:?}");
+        let options = format!("{options:?}");
+        self.key("gradient", &[&wrt, &options])
     }
 
     /// Value and directional derivative at `args` along `dirs` (one per
@@ -350,30 +401,36 @@ def {def_name}({}) = {}(({point}. {name}({})), {wrt})
 
     /// Compiles the forward-mode program once: call it with arguments and
     /// directions.
+    /// Kept in `jit`'s compile cache, as [`Function::compile`] is.
     pub fn compile_jvp(&self, jit: &Jit) -> Result<CompiledPair, Error> {
-        let program = gradlift_ad::pipeline::jvp_program(&self.program.checked, self.index)
-            .map_err(|e| self.locate(e))?;
-        Ok(CompiledPair {
-            compiled: jit.compile(&program)?,
-            values: self.value_params(),
-            caller: self.caller(),
+        jit.cached(&self.key("jvp", &[]), || {
+            let program = gradlift_ad::pipeline::jvp_program(&self.program.checked, self.index)
+                .map_err(|e| self.locate(e))?;
+            Ok(CompiledPair {
+                compiled: Arc::new(jit.compile(&program)?),
+                values: self.value_params(),
+                caller: self.caller(),
+            })
         })
     }
 
     /// Compiles the Hessian-vector product program once (forward over
     /// reverse): call it with arguments and directions; the result's first
     /// part is (value, gradient), its second (⟨gradient, direction⟩, H·direction).
+    /// Kept in `jit`'s compile cache, as [`Function::compile`] is.
     pub fn compile_hvp(&self, jit: &Jit) -> Result<CompiledPair, Error> {
-        let program = gradlift_ad::pipeline::hvp_program(
-            &self.program.checked,
-            self.index,
-            GradOptions::default(),
-        )
-        .map_err(|e| self.locate(e))?;
-        Ok(CompiledPair {
-            compiled: jit.compile(&program)?,
-            values: self.value_params(),
-            caller: self.caller(),
+        jit.cached(&self.key("hvp", &[]), || {
+            let program = gradlift_ad::pipeline::hvp_program(
+                &self.program.checked,
+                self.index,
+                GradOptions::default(),
+            )
+            .map_err(|e| self.locate(e))?;
+            Ok(CompiledPair {
+                compiled: Arc::new(jit.compile(&program)?),
+                values: self.value_params(),
+                caller: self.caller(),
+            })
         })
     }
 
@@ -617,6 +674,8 @@ pub struct StageOutput {
 pub struct GradientProgram<'p> {
     function: Function<'p>,
     gradient: gradlift_ad::pipeline::Gradient,
+    /// Its key in a `Jit`'s compile cache.
+    key: String,
 }
 
 /// The result of a Hessian-vector product.
@@ -634,6 +693,7 @@ pub struct HessianVector {
 /// Hessian-vector program) comes from: arguments that do not fit are
 /// explained in its terms — its name, its parameters, and "`A` (direction)"
 /// for a direction — not in those of the derived program.
+#[derive(Clone)]
 struct Caller {
     name: String,
     sig: Signature,
@@ -677,8 +737,9 @@ impl Caller {
 
 /// A compiled program over the parameters and one direction per value
 /// parameter, returning a pair (a forward-mode or Hessian-vector program).
+#[derive(Clone)]
 pub struct CompiledPair {
-    compiled: gradlift_jit::Compiled,
+    compiled: Arc<gradlift_jit::Compiled>,
     values: usize,
     caller: Caller,
 }
@@ -711,8 +772,9 @@ impl CompiledPair {
 }
 
 /// A function compiled to native code.
+#[derive(Clone)]
 pub struct CompiledFunction {
-    compiled: gradlift_jit::Compiled,
+    compiled: Arc<gradlift_jit::Compiled>,
 }
 
 impl CompiledFunction {
@@ -735,8 +797,9 @@ impl CompiledFunction {
 }
 
 /// A gradient program compiled to native code.
+#[derive(Clone)]
 pub struct CompiledGradient {
-    compiled: gradlift_jit::Compiled,
+    compiled: Arc<gradlift_jit::Compiled>,
     wrt: usize,
     caller: Caller,
 }
@@ -792,9 +855,16 @@ fn split_gradient(out: Value, wrt: usize) -> (f64, Vec<Value>) {
 impl GradientProgram<'_> {
     /// Compiles the gradient program to native code; it must be first
     /// order (optimized, the default).
+    /// Kept in `jit`'s compile cache under the key of
+    /// [`Function::compile_gradient`].
     pub fn compile(&self, jit: &Jit) -> Result<CompiledGradient, Error> {
+        jit.cached(&self.key, || self.build(jit))
+    }
+
+    /// [`GradientProgram::compile`] without the cache.
+    fn build(&self, jit: &Jit) -> Result<CompiledGradient, Error> {
         Ok(CompiledGradient {
-            compiled: jit.compile(&self.closed())?,
+            compiled: Arc::new(jit.compile(&self.closed())?),
             wrt: self.gradient.wrt.len(),
             caller: self.function.caller(),
         })
@@ -870,4 +940,18 @@ impl GradientProgram<'_> {
         .map_err(|e| f.locate(e))?;
         Ok(split_gradient(out, self.gradient.wrt.len()))
     }
+}
+
+/// A key of a `Jit`'s compile cache: what is derived, the file name the
+/// messages cite, the function and what it is derived with, and the text,
+/// each preceded by its length, so that no two lists of parts make the
+/// same key.
+fn cache_key(derived: &str, file: &str, parts: &[&str], text: &str) -> String {
+    let mut key = String::with_capacity(derived.len() + file.len() + text.len() + 64);
+    for part in [derived, file].iter().chain(parts).chain([&text]) {
+        key.push_str(&part.len().to_string());
+        key.push(':');
+        key.push_str(part);
+    }
+    key
 }

@@ -82,13 +82,10 @@ fn compile_module(source: &ModuleSource, jit: &Jit) -> Result<Module, String> {
             }
             Derive::Gradient { function: f, wrt } | Derive::NamedGradient { function: f, wrt } => {
                 let function = program.function(f).map_err(|e| e.to_string())?;
-                let gradient = function
-                    .gradient(
-                        Some(&wrt.iter().map(|w| Name::from(*w)).collect::<Vec<_>>()),
-                        GradOptions::default(),
-                    )
+                let wrt: Vec<Name> = wrt.iter().map(|w| Name::from(*w)).collect();
+                let compiled = function
+                    .compile_gradient(jit, Some(&wrt), GradOptions::default())
                     .map_err(|e| e.to_string())?;
-                let compiled = gradient.compile(jit).map_err(|e| e.to_string())?;
                 (function, Code::Gradient(compiled))
             }
             Derive::NewtonDirection { function: f, wrt } => {

@@ -477,10 +477,13 @@ enum Engine {
     Interp,
 }
 
+/// The command line's `Jit`. A command compiles each thing once, and
+/// `bench` times compiles, so it keeps no compile cache.
 pub(crate) fn jit(limits: &Limits) -> Result<gradlift::Jit, String> {
     gradlift::Jit::new()
         .map(|jit| {
             let jit = jit
+                .cache(false)
                 .max_workspace(limits.max_workspace)
                 .max_iterations(limits.max_iterations);
             match limits.threads {

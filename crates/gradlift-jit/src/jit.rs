@@ -6,6 +6,7 @@
 
 use crate::abi::{RawFn, Status};
 use crate::annotate::Labels;
+use crate::cache::{Cache, CacheStats};
 use crate::layout::{flat_len, flatten_into};
 use crate::lower::lower_function;
 use crate::prims::{exp_table_bytes, prims_used, reads_exp_table, EXP_TABLE_SYMBOL};
@@ -187,6 +188,7 @@ pub struct Jit {
     max_iterations: u64,
     threads: usize,
     pool: std::sync::OnceLock<Arc<rayon::ThreadPool>>,
+    cache: Cache,
 }
 
 /// Cranelift's settings for every target: `opt_level=speed`, its own
@@ -227,6 +229,7 @@ impl Jit {
             max_iterations: gradlift_lang::interp::DEFAULT_MAX_ITERATIONS,
             threads: default_threads(),
             pool: Default::default(),
+            cache: Cache::new(true),
         })
     }
 
@@ -252,6 +255,7 @@ impl Jit {
             max_iterations: gradlift_lang::interp::DEFAULT_MAX_ITERATIONS,
             threads: default_threads(),
             pool: Default::default(),
+            cache: Cache::new(true),
         })
     }
 
@@ -272,6 +276,7 @@ impl Jit {
     /// [`Compiled::raw`] size the workspace themselves.
     pub fn max_workspace(mut self, bytes: u64) -> Jit {
         self.max_workspace = bytes;
+        self.cache = Cache::new(self.cache.is_on());
         self
     }
 
@@ -282,6 +287,7 @@ impl Jit {
     /// code.
     pub fn max_iterations(mut self, steps: u64) -> Jit {
         self.max_iterations = steps;
+        self.cache = Cache::new(self.cache.is_on());
         self
     }
 
@@ -298,7 +304,42 @@ impl Jit {
     pub fn threads(mut self, n: usize) -> Jit {
         self.threads = n.max(1);
         self.pool = Default::default();
+        self.cache = Cache::new(self.cache.is_on());
         self
+    }
+
+    /// Keeps (or, with `false`, stops keeping) what is compiled through
+    /// [`Jit::cached`], emptying the cache either way. On by default.
+    /// Changing any other setting empties it too: an entry is always code
+    /// compiled under the settings the `Jit` has.
+    pub fn cache(mut self, on: bool) -> Jit {
+        self.cache = Cache::new(on);
+        self
+    }
+
+    /// What `build` returns, kept under `key` for as long as this `Jit`
+    /// lives (or until [`Jit::clear_cache`]), or a clone of what an earlier
+    /// build under `key` returned. `key` must name every input of `build`
+    /// — the program's text and everything derived from it (see
+    /// [`crate::cache`]); `gradlift`'s `Program::parse_in` and the
+    /// `compile` methods of its functions build their keys from the text,
+    /// the function, what is derived and the options.
+    pub fn cached<T, E>(&self, key: &str, build: impl FnOnce() -> Result<T, E>) -> Result<T, E>
+    where
+        T: Clone + Send + Sync + 'static,
+    {
+        self.cache.get_or_build(key, build)
+    }
+
+    /// The compile cache's hits, misses and entries.
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
+    }
+
+    /// Drops everything the compile cache holds (code still used by a
+    /// caller lives on with that caller).
+    pub fn clear_cache(&self) {
+        self.cache.clear()
     }
 
     /// The thread pool of the products, created on first use.
@@ -327,6 +368,7 @@ impl Jit {
     /// Runs (or not) Cranelift's verifier on every function compiled.
     pub fn verify(mut self, on: bool) -> Jit {
         self.verify = on;
+        self.cache = Cache::new(self.cache.is_on());
         self
     }
 

@@ -20,6 +20,7 @@ pub mod abi;
 mod annotate;
 mod arrays;
 mod bind;
+pub mod cache;
 mod carried;
 mod checkpoint;
 mod eta;
@@ -36,6 +37,7 @@ mod values;
 mod workspace;
 
 pub use abi::{RawFn, Status};
+pub use cache::CacheStats;
 pub use jit::{Compiled, Jit, DEFAULT_MAX_WORKSPACE};
 pub use runtime::split_calls;
 pub use workspace::WorkspaceBound;
