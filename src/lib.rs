@@ -244,14 +244,7 @@ impl<'p> Function<'p> {
         };
         let def_name = fresh(format!("{name}_jacobian"));
         let point = fresh("point".to_string());
-        let params: Vec<String> = sig
-            .params
-            .iter()
-            .map(|(p, t)| match t {
-                Some(t) => format!("{p}: {t}"),
-                None => format!("{p}: size"),
-            })
-            .collect();
+        let params = parameters_text(sig);
         let call: Vec<String> = sig
             .params
             .iter()
@@ -275,6 +268,17 @@ def {def_name}({}) = {}(({point}. {name}({})), {wrt})
             call.join(", "),
         );
         Program::parse(&self.program.source.name, &text)
+    }
+
+    /// Its header as the language writes it: `name(p: T, …, s: size) -> R`.
+    pub fn header(&self) -> String {
+        let sig = self.signature();
+        format!(
+            "{}({}) -> {}",
+            self.name(),
+            parameters_text(sig).join(", "),
+            sig.ret
+        )
     }
 
     /// Its gradient program with respect to the parameters `wrt` (every
@@ -790,6 +794,14 @@ impl CompiledFunction {
         Ok(self.compiled.call_into(args, out)?)
     }
 
+    /// Its value at borrowed arguments (shapes and slices, see
+    /// [`gradlift_jit::typed`]), its reals written into `out`, which holds
+    /// [`gradlift_jit::Compiled::result_len`] of them: no `Value` trees,
+    /// the arguments read in place, nothing allocated once warm.
+    pub fn call_args(&self, args: &[gradlift_jit::Arg], out: &mut [f64]) -> Result<(), Error> {
+        Ok(self.compiled.call_args(args, out)?)
+    }
+
     /// The native code and its raw entry point (see docs/abi.md).
     pub fn native(&self) -> &gradlift_jit::Compiled {
         &self.compiled
@@ -813,6 +825,29 @@ impl CompiledGradient {
             .call(args)
             .map_err(|e| self.caller.explain(e, args, None))?;
         Ok(split_gradient(out, self.wrt))
+    }
+
+    /// Value and gradient at borrowed arguments (shapes and slices, see
+    /// [`gradlift_jit::typed`]), written into `out`: the value, then each
+    /// cotangent's reals in parameter order, row-major
+    /// ([`CompiledGradient::result_len`] reals). Returns the value. No
+    /// `Value` trees; the arguments are read in place and nothing is
+    /// allocated once warm.
+    pub fn call_args(&self, args: &[gradlift_jit::Arg], out: &mut [f64]) -> Result<f64, Error> {
+        self.compiled.call_args(args, out)?;
+        Ok(out[0])
+    }
+
+    /// The number of reals [`CompiledGradient::call_args`] writes for
+    /// `args` (the value, then every cotangent): the length of its `out`.
+    pub fn result_len(&self, args: &[gradlift_jit::Arg]) -> Result<usize, Error> {
+        let sizes = self.compiled.sizes_of(args)?;
+        self.compiled.result_len(&sizes).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Arguments,
+                "the gradient does not fit in memory at these sizes",
+            )
+        })
     }
 
     /// Value and gradient at `args`, written into `out` as the gradient
@@ -954,4 +989,15 @@ fn cache_key(derived: &str, file: &str, parts: &[&str], text: &str) -> String {
         key.push_str(part);
     }
     key
+}
+
+/// The parameters of `sig` as the language writes them: `p: T`, `s: size`.
+fn parameters_text(sig: &Signature) -> Vec<String> {
+    sig.params
+        .iter()
+        .map(|(p, t)| match t {
+            Some(t) => format!("{p}: {t}"),
+            None => format!("{p}: size"),
+        })
+        .collect()
 }

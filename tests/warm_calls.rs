@@ -113,3 +113,43 @@ fn warm_function_calls_on_values_do_not_allocate() {
     assert_eq!(count, 0);
     assert!(out.same(&expected));
 }
+
+#[test]
+fn warm_typed_calls_on_slices_do_not_allocate() {
+    use gradlift::jit::Arg;
+    let text = "def loss(W: [[R; d]; h], b: [R; h], x: [R; d], ks: [Z; m]) -> R =
+  reduce (+) 0 (map2 (row, c. tanh(reduce (+) 0 (map2 (*) row x) + c)) W b)
+    + reduce (+) 0 (map (k. x[k]) ks)
+";
+    let jit = Jit::new().unwrap();
+    let p = Program::parse("loss.grad", text).unwrap();
+    let g = p
+        .last_function()
+        .unwrap()
+        .compile_gradient(
+            &jit,
+            Some(&["W".into(), "x".into()]),
+            GradOptions::default(),
+        )
+        .unwrap();
+    let (h, d) = (9, 13);
+    let w: Vec<f64> = (0..h * d).map(|i| (i as f64 * 0.1).cos()).collect();
+    let (b, x) = (vec![0.25; h], vec![0.5; d]);
+    let ks: [i64; 3] = [1, 4, 12];
+    let args = [
+        Arg::Reals(&[h, d], &w),
+        Arg::Reals(&[h], &b),
+        Arg::Reals(&[d], &x),
+        Arg::Ints(&[3], &ks),
+    ];
+    let mut out = vec![0.0; g.result_len(&args).unwrap()];
+    g.call_args(&args, &mut out).unwrap();
+    let first = out.clone();
+    let n = allocations(|| {
+        for _ in 0..10 {
+            g.call_args(&args, &mut out).unwrap();
+        }
+    });
+    assert_eq!(n, 0, "warm typed calls allocated {n} times");
+    assert_eq!(out, first);
+}

@@ -658,6 +658,8 @@ struct Workspace {
     bound_sizes: Option<Vec<i64>>,
     sizes: Vec<Option<i64>>,
     words: Vec<i64>,
+    /// The sizes a typed call binds ([`Compiled::call_args`]).
+    typed_sizes: Vec<i64>,
     inputs: Vec<Vec<f64>>,
     out: Vec<f64>,
 }
@@ -827,6 +829,69 @@ impl Compiled {
         let mut ws = self.take_workspace();
         let r = self.run(&mut ws, sizes, inputs, out);
         self.pool.lock().expect("pool").push(ws);
+        r
+    }
+
+    /// Calls the function on borrowed arguments — shapes and slices, no
+    /// [`Value`] trees ([`crate::typed`]) — and writes the result's reals
+    /// into `out` (row-major, tuples component by component: for a
+    /// gradient, the value, then each cotangent). The size variables come
+    /// from the shapes; a shape that does not fit is an
+    /// [`CallError::Arguments`] naming the parameter. `out` must hold
+    /// [`Compiled::result_len`] reals. Reads the arguments in place and
+    /// allocates nothing once warm.
+    pub fn call_args(&self, args: &[crate::typed::Arg], out: &mut [f64]) -> Result<(), CallError> {
+        let mut ws = self.take_workspace();
+        let r = self.run_args(&mut ws, args, out);
+        self.pool.lock().expect("pool").push(ws);
+        r
+    }
+
+    /// The size variables (in the signature's order) the shapes of `args`
+    /// give, checked as [`Compiled::call_args`] checks them.
+    pub fn sizes_of(&self, args: &[crate::typed::Arg]) -> Result<Vec<i64>, CallError> {
+        let mut sizes = Vec::new();
+        crate::typed::bind_shapes(&self.name, &self.sig, args, &mut sizes)
+            .map_err(CallError::Arguments)?;
+        Ok(sizes)
+    }
+
+    /// The number of reals of the result at `sizes`, or `None` when it
+    /// does not fit in memory.
+    pub fn result_len(&self, sizes: &[i64]) -> Option<usize> {
+        flat_len(&self.sig.ret, &self.sig.size_vars, sizes)
+    }
+
+    fn run_args(
+        &self,
+        ws: &mut Workspace,
+        args: &[crate::typed::Arg],
+        out: &mut [f64],
+    ) -> Result<(), CallError> {
+        let mut sizes = std::mem::take(&mut ws.typed_sizes);
+        let bound = crate::typed::bind_shapes(&self.name, &self.sig, args, &mut sizes);
+        let r = bound.map_err(CallError::Arguments).and_then(|()| {
+            self.check_sizes(&sizes)?;
+            let want = self.result_len(&sizes);
+            if want != Some(out.len()) {
+                return Err(CallError::Arguments(format!(
+                    "the result buffer holds {} reals, the result `{}` has {want:?} at these sizes",
+                    out.len(),
+                    self.sig.ret
+                )));
+            }
+            ws.words.clear();
+            ws.words.extend_from_slice(&sizes);
+            // The shapes were checked against the types, so each slice
+            // has its parameter's length.
+            for ((_, ty), arg) in self.sig.params.iter().zip(args) {
+                if ty.is_some() {
+                    ws.words.push(arg.slots().as_ptr() as i64);
+                }
+            }
+            self.execute(ws, out)
+        });
+        ws.typed_sizes = sizes;
         r
     }
 

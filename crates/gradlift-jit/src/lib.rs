@@ -33,6 +33,7 @@ mod runtime;
 mod sizes;
 mod split;
 mod tape;
+pub mod typed;
 mod values;
 mod workspace;
 
@@ -40,6 +41,7 @@ pub use abi::{RawFn, Status};
 pub use cache::CacheStats;
 pub use jit::{Compiled, Jit, DEFAULT_MAX_WORKSPACE};
 pub use runtime::split_calls;
+pub use typed::Arg;
 pub use workspace::WorkspaceBound;
 
 /// Why a term could not be compiled.
