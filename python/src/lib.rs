@@ -78,7 +78,7 @@ fn raise(e: gradlift::Error) -> PyErr {
 }
 
 /// A compiled function of a gradlift program.
-#[pyclass(frozen, module = "gradlift")]
+#[pyclass(frozen, module = "gradlift._gradlift")]
 struct Function {
     program: Program,
     name: String,
@@ -132,11 +132,11 @@ impl Held<'_> {
     }
 }
 
-/// `obj` as a C-contiguous array of `dtype` (itself when it is one,
-/// otherwise `numpy.ascontiguousarray`'s copy).
+/// `obj` as a C-contiguous, aligned array of `dtype` (itself when it is
+/// one, otherwise `numpy.require`'s copy).
 fn contiguous<'py>(obj: &Bound<'py, PyAny>, dtype: &str) -> PyResult<Bound<'py, PyAny>> {
     let np = obj.py().import("numpy")?;
-    np.call_method1("ascontiguousarray", (obj, dtype))
+    np.call_method1("require", (obj, dtype, "CA"))
 }
 
 /// Converts the Python argument `obj` for the parameter `p: ty` (`None`:
@@ -181,16 +181,22 @@ fn hold<'py>(p: &str, ty: Option<&Type>, obj: &Bound<'py, PyAny>) -> PyResult<He
     }
 }
 
-/// `obj` as a read-only C-contiguous numpy array of `T` (`dtype`'s name
-/// for numpy): itself when it is one, converted once otherwise.
+/// `obj` as a read-only C-contiguous, aligned numpy array of `T`
+/// (`dtype`'s name for numpy): itself when it is one, converted once
+/// otherwise.
 fn array<'py, T: numpy::Element>(
     obj: &Bound<'py, PyAny>,
     dtype: &str,
 ) -> PyResult<(PyReadonlyArrayDyn<'py, T>, Vec<usize>)> {
-    let a = match obj.cast::<PyArrayDyn<T>>() {
-        Ok(a) if a.is_c_contiguous() => a.clone(),
-        _ => contiguous(obj, dtype)?.cast_into::<PyArrayDyn<T>>()?,
-    };
+    // Read in place when it can be a slice (C-contiguous and aligned:
+    // arrays that arrive through a buffer, as from Dask, may not be).
+    if let Ok(a) = obj.cast::<PyArrayDyn<T>>() {
+        let r = a.readonly();
+        if a.is_c_contiguous() && r.as_slice().is_ok() {
+            return Ok((r, a.shape().to_vec()));
+        }
+    }
+    let a = contiguous(obj, dtype)?.cast_into::<PyArrayDyn<T>>()?;
     let shape = a.shape().to_vec();
     Ok((a.readonly(), shape))
 }
@@ -449,6 +455,18 @@ impl Function {
         self.function().header()
     }
 
+    /// The names of the size parameters (`s: size`).
+    #[getter]
+    fn size_parameters(&self) -> Vec<String> {
+        self.function()
+            .signature()
+            .params
+            .iter()
+            .filter(|(_, t)| t.is_none())
+            .map(|(p, _)| p.to_string())
+            .collect()
+    }
+
     /// The parameters' names, in order.
     #[getter]
     fn parameters(&self) -> Vec<String> {
@@ -566,10 +584,18 @@ fn compile(
     })
 }
 
+/// This process's compile cache: `(hits, misses, entries)`.
+#[pyfunction]
+fn cache_stats() -> PyResult<(u64, u64, usize)> {
+    let s = jit()?.cache_stats();
+    Ok((s.hits, s.misses, s.entries))
+}
+
 #[pymodule]
 fn _gradlift(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(compile, m)?)?;
+    m.add_function(wrap_pyfunction!(cache_stats, m)?)?;
     m.add_class::<Function>()?;
     m.add("Error", py.get_type::<Error>())?;
     m.add("ParseError", py.get_type::<ParseError>())?;

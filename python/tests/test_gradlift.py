@@ -90,6 +90,12 @@ def test_keyword_arguments_and_conversions():
     assert f(W, b, x32, s) == f(W, b, x32.astype(np.float64), s)
     assert f(W[:, :], b, x, 1) == pytest.approx(want / s)
     assert f(np.ascontiguousarray(W.T).T, b, x, s) == want
+    # Unaligned data (as arrays arrive through a buffer): copied, not misread.
+    raw = np.zeros(x.nbytes + 1, dtype=np.uint8)
+    unaligned = np.frombuffer(raw.data, dtype=np.float64, count=x.size, offset=1)
+    raw[1:] = x.view(np.uint8)
+    assert not unaligned.flags.aligned
+    assert f(W, b, unaligned, s) == want
 
 
 def test_hessian_vector_product_matches_finite_differences_of_the_gradient():
@@ -188,3 +194,35 @@ def test_against_jax_where_installed():
     assert v == pytest.approx(float(jv), rel=1e-13)
     for g, j in zip(grads, jgrads):
         np.testing.assert_allclose(g, np.asarray(j), rtol=1e-12, atol=1e-14)
+
+
+def test_scipy_fits_the_logistic_growth_example():
+    optimize = pytest.importorskip("scipy.optimize", reason="scipy is not installed")
+    f = gradlift.compile_file(ROOT / "examples" / "logistic_growth.grad", wrt=["rate", "cap"])
+    obs = np.array([4.644121, 10.053153, 19.111462, 30.172821, 39.461555,
+                    45.106019, 47.889332, 49.120644, 49.639065, 49.852771])
+    x0 = f.pack(0.5, 30.0)
+    assert f.unpack(x0) == [0.5, 30.0]
+    v, g = f.value_and_grad_flat(x0, obs)
+    assert g.shape == (2,)
+    assert v == f.value_flat(x0, obs)
+    result = optimize.minimize(f.value_and_grad_flat, x0, args=(obs,), jac=True, method="L-BFGS-B")
+    rate, cap = f.unpack(result.x)
+    assert rate == pytest.approx(0.9, rel=1e-4)
+    assert cap == pytest.approx(50.0, rel=1e-4)
+
+
+def test_packing_arrays_round_trips():
+    f = gradlift.compile(LAYER, wrt=["W", "x"])
+    rng = np.random.default_rng(8)
+    W, b, x, s = layer_args(rng)
+    theta = f.pack(W, x)
+    assert theta.shape == (W.size + x.size,)
+    W2, x2 = f.unpack(theta)
+    np.testing.assert_array_equal(W2, W)
+    np.testing.assert_array_equal(x2, x)
+    v, g = f.value_and_grad_flat(theta, b, s)
+    gW, gx = f.grad(W, b, x, s)
+    np.testing.assert_array_equal(g, np.concatenate([gW.ravel(), gx.ravel()]))
+    with pytest.raises(ValueError):
+        f.unpack(theta[:-1])
