@@ -271,55 +271,67 @@ impl Function {
             .expect("the function was found at compile time")
     }
 
-    /// Binds `args` and `kwargs` to the parameters, in order.
+    /// Binds `args` and `kwargs` to the parameters, in order, followed
+    /// with `directions` by one direction per parameter that is not a size
+    /// (by keyword `d<name>`).
     fn bind<'py>(
         &self,
         args: &Bound<'py, PyTuple>,
         kwargs: Option<&Bound<'py, PyDict>>,
-        extra: usize,
+        directions: bool,
     ) -> PyResult<Vec<Held<'py>>> {
         let f = self.function();
         let sig = f.signature();
-        let n = sig.params.len();
-        if args.len() > n * (1 + extra) {
+        let mut slots: Vec<(String, Option<&Type>)> = sig
+            .params
+            .iter()
+            .map(|(p, t)| (p.to_string(), t.as_ref()))
+            .collect();
+        if directions {
+            slots.extend(
+                sig.params
+                    .iter()
+                    .filter_map(|(p, t)| t.as_ref().map(|t| (format!("d{p}"), Some(t)))),
+            );
+        }
+        if args.len() > slots.len() {
             return Err(PyTypeError::new_err(format!(
                 "`{}` takes {} arguments, {} given",
                 self.name,
-                n * (1 + extra),
+                slots.len(),
                 args.len()
             )));
         }
-        let mut held = Vec::with_capacity(n * (1 + extra));
-        for copy in 0..=extra {
-            for (i, (p, ty)) in sig.params.iter().enumerate() {
-                let key = if copy == 0 {
-                    p.to_string()
-                } else {
-                    format!("d{p}")
-                };
-                let at = copy * n + i;
-                let obj = match (args.get_item(at), kwargs.map(|k| k.get_item(&key))) {
-                    (Ok(a), None | Some(Ok(None))) => a,
-                    (Err(_), Some(Ok(Some(v)))) => v,
-                    (Ok(_), Some(Ok(Some(_)))) => {
-                        return Err(PyTypeError::new_err(format!(
-                            "`{}` got parameter `{key}` twice",
-                            self.name
-                        )))
-                    }
-                    _ => {
-                        return Err(PyTypeError::new_err(format!(
-                            "`{}` is missing parameter `{key}`",
-                            self.name
-                        )))
-                    }
-                };
-                // A direction of a size parameter is not a thing: skip it.
-                if copy > 0 && ty.is_none() {
-                    continue;
+        if let Some(k) = kwargs {
+            for key in k.keys() {
+                let key: String = key.extract()?;
+                if !slots.iter().any(|(s, _)| *s == key) {
+                    return Err(PyTypeError::new_err(format!(
+                        "`{}` has no parameter `{key}`",
+                        self.name
+                    )));
                 }
-                held.push(hold(&key, ty.as_ref(), &obj)?);
             }
+        }
+        let mut held = Vec::with_capacity(slots.len());
+        for (at, (key, ty)) in slots.iter().enumerate() {
+            let obj = match (args.get_item(at), kwargs.map(|k| k.get_item(key))) {
+                (Ok(a), None | Some(Ok(None))) => a,
+                (Err(_), Some(Ok(Some(v)))) => v,
+                (Ok(_), Some(Ok(Some(_)))) => {
+                    return Err(PyTypeError::new_err(format!(
+                        "`{}` got parameter `{key}` twice",
+                        self.name
+                    )))
+                }
+                _ => {
+                    return Err(PyTypeError::new_err(format!(
+                        "`{}` is missing parameter `{key}`",
+                        self.name
+                    )))
+                }
+            };
+            held.push(hold(key, *ty, &obj)?);
         }
         Ok(held)
     }
@@ -364,7 +376,7 @@ impl Function {
         args: &Bound<'py, PyTuple>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let held = self.bind(args, kwargs, 0)?;
+        let held = self.bind(args, kwargs, false)?;
         let native = self.value.native();
         let (out, sizes) = Self::run(py, native, &held)?;
         let sig = native.signature();
@@ -380,7 +392,7 @@ impl Function {
         args: &Bound<'py, PyTuple>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<(f64, Bound<'py, PyTuple>)> {
-        let held = self.bind(args, kwargs, 0)?;
+        let held = self.bind(args, kwargs, false)?;
         let native = self.gradient()?.native();
         let (out, sizes) = Self::run(py, native, &held)?;
         let sig = native.signature();
@@ -419,7 +431,7 @@ impl Function {
         args: &Bound<'py, PyTuple>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<(f64, Bound<'py, PyTuple>, Bound<'py, PyTuple>)> {
-        let held = self.bind(args, kwargs, 1)?;
+        let held = self.bind(args, kwargs, true)?;
         let pair = match self.hvp.get() {
             Some(p) => p,
             None => {

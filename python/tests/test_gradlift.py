@@ -226,3 +226,25 @@ def test_packing_arrays_round_trips():
     np.testing.assert_array_equal(g, np.concatenate([gW.ravel(), gx.ravel()]))
     with pytest.raises(ValueError):
         f.unpack(theta[:-1])
+
+
+def test_size_parameters_and_keywords():
+    f = gradlift.compile("def f(x: [R; n], s: size) -> R = reduce (+) 0 (map (v. v * v * s) x)")
+    x = np.array([1.0, -2.0, 0.5])
+    assert f(x, 3) == pytest.approx(3 * np.sum(x * x), rel=1e-15)
+    (g,) = f.grad(x, s=3)
+    np.testing.assert_array_equal(g, 6 * x)
+    # One direction per parameter that is not a size.
+    d = np.array([1.0, 0.0, 2.0])
+    value, (grad,), (hv,) = f.hvp(x, 3, d)
+    np.testing.assert_array_equal(hv, 6 * d)
+    value, (grad,), (hv,) = f.hvp(x=x, s=3, dx=d)
+    np.testing.assert_array_equal(hv, 6 * d)
+    with pytest.raises(TypeError, match="no parameter `y`"):
+        f(x, 3, y=1)
+    with pytest.raises(TypeError, match="twice"):
+        f(x, 3, x=x)
+    with pytest.raises(TypeError, match="takes 2 arguments"):
+        f(x, 3, 4)
+    with pytest.raises(ValueError, match="`s`"):
+        f(x, 2.5)

@@ -529,10 +529,11 @@ fn read_pairs(e: &mut Expr, q: &Name) {
 }
 
 /// `map2 (a, b. (a, b)) x y`: the pairs of `x` and `y`, which the JIT reads
-/// without building (the next partial evaluation names the binders
-/// afresh).
+/// without building. The binders are names no program can write (as
+/// [`ROW`]), so they never shadow a variable in scope (a parameter `b`);
+/// the next partial evaluation names them afresh.
 fn zip(x: Expr, y: Expr) -> Expr {
-    let (a, b) = (Name::from("a"), Name::from("b"));
+    let (a, b) = (Name::from("·a"), Name::from("·b"));
     let params = [&a, &b]
         .into_iter()
         .map(|n| Param {
