@@ -70,7 +70,12 @@ pub(crate) fn bind(sig: &Signature, args: &[Value], sizes: &mut Vec<Option<i64>>
 }
 
 /// The value of `s`, when its variables are bound, except `skip`.
-fn eval(s: &Size, vars: &[Name], sizes: &[Option<i64>], skip: Option<&Name>) -> Option<i64> {
+pub(crate) fn eval(
+    s: &Size,
+    vars: &[Name],
+    sizes: &[Option<i64>],
+    skip: Option<&Name>,
+) -> Option<i64> {
     s.terms
         .iter()
         .filter(|(v, _)| Some(*v) != skip)
@@ -78,6 +83,33 @@ fn eval(s: &Size, vars: &[Name], sizes: &[Option<i64>], skip: Option<&Name>) -> 
             let x = sizes[vars.iter().position(|w| w == v)?]?;
             acc.checked_add(k.checked_mul(x)?)
         })
+}
+
+/// Binds what a dimension of length `len` whose size is `n` determines:
+/// the one variable of `n` still unbound, when its coefficient is ±1.
+/// `Some(true)` if it bound it, `None` on overflow. Shared by the binding
+/// of values (here) and of shapes (`typed.rs`).
+pub(crate) fn solve_dim(
+    n: &Size,
+    len: i64,
+    vars: &[Name],
+    sizes: &mut [Option<i64>],
+) -> Option<bool> {
+    let mut unbound = n.terms.iter().filter(|(v, _)| {
+        vars.iter()
+            .position(|w| w == *v)
+            .is_some_and(|i| sizes[i].is_none())
+    });
+    if let (Some((v, &k)), None) = (unbound.next(), unbound.next()) {
+        if k == 1 || k == -1 {
+            let rest = eval(n, vars, sizes, Some(v))?;
+            let x = len.checked_sub(rest)?.checked_mul(k)?;
+            let i = vars.iter().position(|w| w == v)?;
+            sizes[i] = Some(x);
+            return Some(true);
+        }
+    }
+    Some(false)
 }
 
 /// One pass binding what `arg` determines of `ty`'s sizes: `Some(true)` if
@@ -93,21 +125,7 @@ fn solve(ty: &Type, arg: &Value, vars: &[Name], sizes: &mut [Option<i64>]) -> Op
             Some(progress)
         }
         (Type::Array(elem, n), Value::Array(xs)) => {
-            let mut progress = false;
-            let mut unbound = n.terms.iter().filter(|(v, _)| {
-                vars.iter()
-                    .position(|w| w == *v)
-                    .is_some_and(|i| sizes[i].is_none())
-            });
-            if let (Some((v, &k)), None) = (unbound.next(), unbound.next()) {
-                if k == 1 || k == -1 {
-                    let rest = eval(n, vars, sizes, Some(v))?;
-                    let x = (xs.len() as i64).checked_sub(rest)?.checked_mul(k)?;
-                    let i = vars.iter().position(|w| w == v)?;
-                    sizes[i] = Some(x);
-                    progress = true;
-                }
-            }
+            let mut progress = solve_dim(n, xs.len() as i64, vars, sizes)?;
             if let Some(first) = xs.first() {
                 progress |= solve(elem, first, vars, sizes)?;
             }

@@ -658,8 +658,6 @@ struct Workspace {
     bound_sizes: Option<Vec<i64>>,
     sizes: Vec<Option<i64>>,
     words: Vec<i64>,
-    /// The sizes a typed call binds ([`Compiled::call_args`]).
-    typed_sizes: Vec<i64>,
     inputs: Vec<Vec<f64>>,
     out: Vec<f64>,
 }
@@ -853,7 +851,7 @@ impl Compiled {
         let mut sizes = Vec::new();
         crate::typed::bind_shapes(&self.name, &self.sig, args, &mut sizes)
             .map_err(CallError::Arguments)?;
-        Ok(sizes)
+        Ok(sizes.into_iter().map(|s| s.unwrap_or(0)).collect())
     }
 
     /// The number of reals of the result at `sizes`, or `None` when it
@@ -868,31 +866,30 @@ impl Compiled {
         args: &[crate::typed::Arg],
         out: &mut [f64],
     ) -> Result<(), CallError> {
-        let mut sizes = std::mem::take(&mut ws.typed_sizes);
+        let mut sizes = std::mem::take(&mut ws.sizes);
         let bound = crate::typed::bind_shapes(&self.name, &self.sig, args, &mut sizes);
-        let r = bound.map_err(CallError::Arguments).and_then(|()| {
-            self.check_sizes(&sizes)?;
-            let want = self.result_len(&sizes);
-            if want != Some(out.len()) {
-                return Err(CallError::Arguments(format!(
-                    "the result buffer holds {} reals, the result `{}` has {want:?} at these sizes",
-                    out.len(),
-                    self.sig.ret
-                )));
+        ws.words.clear();
+        ws.words.extend(sizes.iter().map(|s| s.unwrap_or(0)));
+        ws.sizes = sizes;
+        bound.map_err(CallError::Arguments)?;
+        let vars = self.sig.size_vars.len();
+        self.check_sizes(&ws.words)?;
+        let want = self.result_len(&ws.words[..vars]);
+        if want != Some(out.len()) {
+            return Err(CallError::Arguments(format!(
+                "the result buffer holds {} reals, the result `{}` has {want:?} at these sizes",
+                out.len(),
+                self.sig.ret
+            )));
+        }
+        // The shapes were checked against the types, so each slice has its
+        // parameter's length.
+        for ((_, ty), arg) in self.sig.params.iter().zip(args) {
+            if ty.is_some() {
+                ws.words.push(arg.slots().as_ptr() as i64);
             }
-            ws.words.clear();
-            ws.words.extend_from_slice(&sizes);
-            // The shapes were checked against the types, so each slice
-            // has its parameter's length.
-            for ((_, ty), arg) in self.sig.params.iter().zip(args) {
-                if ty.is_some() {
-                    ws.words.push(arg.slots().as_ptr() as i64);
-                }
-            }
-            self.execute(ws, out)
-        });
-        ws.typed_sizes = sizes;
-        r
+        }
+        self.execute(ws, out)
     }
 
     fn take_workspace(&self) -> Workspace {

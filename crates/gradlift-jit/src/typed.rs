@@ -2,12 +2,12 @@
 //! the result written into a caller-owned buffer, with no [`Value`]
 //! trees ([`crate::Compiled::call_args`]).
 //!
-//! [`bind_shapes`] finds the size variables from the arguments' shapes:
-//! each dimension of an array parameter is a size expression of its
-//! type; a dimension whose expression has a single unknown variable
-//! determines it (repeatedly, until nothing new is learnt), variables no
-//! dimension determines are 0, and then every dimension is checked
-//! against its expression. A mismatch names the parameter, the shape it
+//! [`bind_shapes`] finds the size variables from the arguments' shapes
+//! the way the calls on values do (`bind.rs`, whose step it shares): a
+//! dimension whose size expression has a single unbound variable, of
+//! coefficient ±1, determines it (repeatedly, until nothing new is
+//! learnt), variables no dimension determines are 0, and then every
+//! dimension is checked against its expression. A mismatch names the parameter, the shape it
 //! was given and the shape its type asks for. Binding writes into a
 //! buffer the caller reuses, so a warm call allocates nothing.
 //!
@@ -101,7 +101,7 @@ pub fn bind_shapes(
     name: &str,
     sig: &Signature,
     args: &[Arg],
-    sizes: &mut Vec<i64>,
+    sizes: &mut Vec<Option<i64>>,
 ) -> Result<(), String> {
     let vars = &sig.size_vars;
     if args.len() != sig.params.len() {
@@ -112,8 +112,7 @@ pub fn bind_shapes(
         ));
     }
     sizes.clear();
-    sizes.resize(vars.len(), -1);
-    let index = |v: &Name| vars.iter().position(|x| x == v);
+    sizes.resize(vars.len(), None);
     // Size parameters first; then the kinds of the other arguments.
     for ((p, ty), arg) in sig.params.iter().zip(args) {
         match ty {
@@ -123,8 +122,8 @@ pub fn bind_shapes(
                     Arg::Real(x) if x.fract() == 0.0 && x.abs() <= 1e18 => Some(x as i64),
                     _ => None,
                 };
-                match (k, index(p)) {
-                    (Some(k), Some(i)) if k >= 0 => sizes[i] = k,
+                match (k, vars.iter().position(|v| v == p)) {
+                    (Some(k), Some(i)) if k >= 0 => sizes[i] = Some(k),
                     _ => {
                         return Err(format!(
                             "size parameter `{p}` of `{name}` must be a whole number ≥ 0, found {}",
@@ -162,32 +161,15 @@ pub fn bind_shapes(
             }
         }
     }
-    // Solve dimensions with one unknown variable until nothing is learnt.
+    let overflow = || format!("the shapes given to `{name}` overflow its sizes");
+    // Solve dimensions with one unbound variable until nothing is learnt.
     loop {
         let mut learnt = false;
         for ((_, ty), arg) in sig.params.iter().zip(args) {
             let Some(ty) = ty else { continue };
             for (s, &n) in dims(ty).zip(arg.shape()) {
-                let mut unknown = s
-                    .terms
-                    .iter()
-                    .filter(|(v, _)| index(v).is_none_or(|i| sizes[i] < 0));
-                let (Some((v, &c)), None) = (unknown.next(), unknown.next()) else {
-                    continue;
-                };
-                let Some(i) = index(v) else { continue };
-                let known = s
-                    .terms
-                    .iter()
-                    .filter(|(w, _)| *w != v)
-                    .try_fold(s.constant, |acc, (w, &k)| {
-                        acc.checked_add(k.checked_mul(sizes[index(w)?])?)
-                    });
-                let rest = known.and_then(|k| i64::try_from(n).ok()?.checked_sub(k));
-                if let Some(r) = rest.filter(|r| c != 0 && r % c == 0 && r / c >= 0) {
-                    sizes[i] = r / c;
-                    learnt = true;
-                }
+                let n = i64::try_from(n).map_err(|_| overflow())?;
+                learnt |= crate::bind::solve_dim(s, n, vars, sizes).ok_or_else(overflow)?;
             }
         }
         if !learnt {
@@ -195,19 +177,17 @@ pub fn bind_shapes(
         }
     }
     for s in sizes.iter_mut() {
-        if *s < 0 {
-            *s = 0;
-        }
+        s.get_or_insert(0);
     }
     // Every dimension against its expression.
     for ((p, ty), arg) in sig.params.iter().zip(args) {
         let Some(ty) = ty else { continue };
         let fits = dims(ty)
             .zip(arg.shape())
-            .all(|(s, &n)| size_at(s, vars, sizes) == i64::try_from(n).ok());
+            .all(|(s, &n)| crate::bind::eval(s, vars, sizes, None) == i64::try_from(n).ok());
         if !fits {
             let want: Vec<String> = dims(ty)
-                .map(|s| match size_at(s, vars, sizes) {
+                .map(|s| match crate::bind::eval(s, vars, sizes, None) {
                     Some(k) => format!("{s} = {k}"),
                     None => s.to_string(),
                 })
