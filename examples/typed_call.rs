@@ -2,6 +2,9 @@
 //! and gradient written into a buffer the caller owns, no `Value` trees
 //! and no allocation once warm (docs/abi.md, "The typed call").
 //!
+//! The second half makes the same call on `ndarray` arrays (the
+//! `ndarray` feature, which the examples and tests are built with).
+//!
 //!     cargo run --release --example typed_call
 
 use gradlift::{jit::Arg, GradOptions, Jit, Program};
@@ -48,6 +51,32 @@ fn main() -> Result<(), gradlift::Error> {
     println!("{per_call:?} per warm call ({h} × {d} layer)");
     // The gradient of scale is the loss divided by scale.
     assert!((dscale[0] - value / 0.5).abs() <= 1e-12 * value.abs().max(1.0));
+
+    // The same call on `ndarray` arrays and views (feature `ndarray`),
+    // read in place; the gradient of W seen as a matrix in the buffer.
+    let w = ndarray::Array2::from_shape_vec((h, d), w).expect("h·d elements");
+    let b = ndarray::Array1::from(b);
+    let x = ndarray::ArrayView1::from(&x);
+    let args = [
+        Arg::from_array(&w)?,
+        Arg::from_array(&b)?,
+        Arg::from_array(&x)?,
+        Arg::Real(0.5),
+    ];
+    let mut again = vec![0.0; out.len()];
+    assert_eq!(grad.call_args(&args, &mut again)?, value);
+    assert_eq!(again, out);
+    let dw = ndarray::ArrayView2::from_shape((h, d), &again[1..1 + h * d]).expect("h·d reals");
+    println!(
+        "∂W[1][0..3] via ndarray = {}",
+        dw.row(1).slice(ndarray::s![..3])
+    );
+    // A transposed view is not in standard layout: it is refused, not
+    // misread, and `as_standard_layout()` makes the copy.
+    let wt = w.t();
+    assert!(Arg::from_array(&wt).is_err());
+    let copy = wt.as_standard_layout();
+    assert!(Arg::from_array(&copy).is_ok());
     Ok(())
 }
 

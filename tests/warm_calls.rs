@@ -153,3 +153,31 @@ fn warm_typed_calls_on_slices_do_not_allocate() {
     assert_eq!(n, 0, "warm typed calls allocated {n} times");
     assert_eq!(out, first);
 }
+
+#[test]
+fn warm_typed_calls_with_tuples_do_not_allocate() {
+    use gradlift::jit::Arg;
+    let text = "def f(p: (R, [R; n]), z: [R; n]) -> R =
+  let (a, xs) = p in a * reduce (+) 0 (map2 (*) xs z)
+";
+    let jit = Jit::new().unwrap();
+    let g = Program::parse("f.grad", text)
+        .unwrap()
+        .last_function()
+        .unwrap()
+        .compile_gradient(&jit, None, GradOptions::default())
+        .unwrap();
+    let (xs, z) = (vec![0.5; 16], vec![0.25; 16]);
+    let p = [Arg::Real(2.0), Arg::Reals(&[16], &xs)];
+    let args = [Arg::Tuple(&p), Arg::Reals(&[16], &z)];
+    let mut out = vec![0.0; g.result_len(&args).unwrap()];
+    g.call_args(&args, &mut out).unwrap();
+    let first = out.clone();
+    let n = allocations(|| {
+        for _ in 0..10 {
+            g.call_args(&args, &mut out).unwrap();
+        }
+    });
+    assert_eq!(n, 0, "warm typed calls with tuples allocated {n} times");
+    assert_eq!(out, first);
+}

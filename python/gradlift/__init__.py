@@ -70,29 +70,24 @@ class Function:
 
     def pack(self, *values):
         """The differentiated parameters' values (in parameter order), one
-        flat float64 vector; remembers their shapes for `unpack`."""
+        flat float64 vector, tuples' components end to end; remembers
+        their shapes for `unpack`."""
         if len(values) != len(self.wrt):
             raise TypeError(f"pack takes the {len(self.wrt)} differentiated parameters {self.wrt}, {len(values)} given")
-        arrays = [_np.asarray(v, dtype=_np.float64) for v in values]
-        self._shapes = [a.shape for a in arrays]
-        return _np.concatenate([a.ravel() for a in arrays]) if arrays else _np.zeros(0)
+        self._shapes = [_structure(v) for v in values]
+        return _flat(values)
 
     def unpack(self, theta):
         """The differentiated parameters from a flat vector `pack` made: a
-        list of floats and arrays in parameter order."""
+        list of floats, arrays and tuples in parameter order."""
         if self._shapes is None:
             raise ValueError("call pack(...) once first: it records the parameters' shapes")
         theta = _np.asarray(theta, dtype=_np.float64)
-        want = sum(int(_np.prod(s)) for s in self._shapes)
+        want = sum(_count(s) for s in self._shapes)
         if theta.shape != (want,):
             raise ValueError(f"the flat vector has shape {theta.shape}, the packed parameters need ({want},)")
-        out, at = [], 0
-        for s in self._shapes:
-            n = int(_np.prod(s))
-            part = theta[at:at + n]
-            out.append(float(part[0]) if s == () else part.reshape(s))
-            at += n
-        return out
+        at = [0]
+        return [_rebuild(s, theta, at) for s in self._shapes]
 
     def _full(self, theta, rest):
         wrt = self.unpack(theta)
@@ -117,10 +112,57 @@ class Function:
         `scipy.optimize.minimize(f.value_and_grad_flat, f.pack(...),
         args=rest, jac=True)` calls."""
         value, grads = self._native.value_and_grad(*self._full(theta, rest))
-        return value, _np.concatenate([_np.ravel(g) for g in grads]) if grads else _np.zeros(0)
+        return value, _flat(grads)
 
     def __repr__(self):
         return f"<gradlift.Function {self.signature}>"
+
+
+class _Leaf:
+    """A packed number or array: its shape, and whether it holds integers
+    (given back as integers, their slots carrying the gradient's 0)."""
+
+    def __init__(self, v):
+        a = _np.asarray(v)
+        self.shape = a.shape
+        self.integer = _np.issubdtype(a.dtype, _np.integer)
+        self.size = int(_np.prod(self.shape))
+
+
+def _structure(v):
+    """A value's structure for `pack`: a list of its components' for a
+    tuple, else a leaf."""
+    if isinstance(v, tuple):
+        return [_structure(x) for x in v]
+    return _Leaf(v)
+
+
+def _count(s):
+    return sum(_count(x) for x in s) if isinstance(s, list) else s.size
+
+
+def _leaves(v):
+    if isinstance(v, tuple):
+        for x in v:
+            yield from _leaves(x)
+    else:
+        yield _np.ravel(_np.asarray(v, dtype=_np.float64))
+
+
+def _flat(values):
+    parts = [leaf for v in values for leaf in _leaves(v)]
+    return _np.concatenate(parts) if parts else _np.zeros(0)
+
+
+def _rebuild(s, theta, at):
+    if isinstance(s, list):
+        return tuple(_rebuild(x, theta, at) for x in s)
+    part = theta[at[0]:at[0] + s.size]
+    at[0] += s.size
+    if s.integer:
+        part = _np.rint(part).astype(_np.int64)
+        return int(part[0]) if s.shape == () else part.reshape(s.shape)
+    return float(part[0]) if s.shape == () else part.reshape(s.shape)
 
 
 def compile(source, fn=None, wrt=None, path="<string>"):

@@ -10,7 +10,7 @@
 //! return floats and numpy arrays.
 
 use gradlift::jit::Arg;
-use gradlift::{ErrorKind, GradOptions, Jit, Name, Program, Type, Value};
+use gradlift::{ErrorKind, GradOptions, Jit, Name, Program, Type};
 use numpy::{PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
@@ -95,6 +95,31 @@ enum Held<'py> {
     Int(i64),
     Reals(PyReadonlyArrayDyn<'py, f64>, Vec<usize>),
     Ints(PyReadonlyArrayDyn<'py, i64>, Vec<usize>),
+    Tuple(Vec<Held<'py>>),
+}
+
+/// Calls `k` with the typed arguments `done` followed by those of
+/// `held`: a tuple's components are made first, borrowed by the
+/// [`Arg::Tuple`] that continues (so no argument is copied).
+fn with_args<'a, R>(
+    held: &'a [Held<'_>],
+    mut done: Vec<Arg<'a>>,
+    k: &mut dyn FnMut(&[Arg<'_>]) -> PyResult<R>,
+) -> PyResult<R> {
+    let Some((first, rest)) = held.split_first() else {
+        return k(&done);
+    };
+    match first {
+        Held::Tuple(parts) => with_args(parts, Vec::with_capacity(parts.len()), &mut |parts| {
+            let mut next: Vec<Arg<'_>> = done.clone();
+            next.push(Arg::Tuple(parts));
+            with_args(rest, next, k)
+        }),
+        leaf => {
+            done.push(leaf.arg()?);
+            with_args(rest, done, k)
+        }
+    }
 }
 
 impl Held<'_> {
@@ -105,29 +130,7 @@ impl Held<'_> {
             Held::Int(k) => Arg::Int(*k),
             Held::Reals(a, s) => Arg::Reals(s, a.as_slice().map_err(|_| contiguous())?),
             Held::Ints(a, s) => Arg::Ints(s, a.as_slice().map_err(|_| contiguous())?),
-        })
-    }
-
-    fn value(&self) -> PyResult<Value> {
-        fn build<T: Copy>(shape: &[usize], data: &[T], leaf: &dyn Fn(T) -> Value) -> Value {
-            match shape {
-                [] => leaf(data[0]),
-                [_] => Value::array(data.iter().map(|&x| leaf(x)).collect()),
-                [n, rest @ ..] => {
-                    let step = rest.iter().product::<usize>();
-                    Value::array(
-                        (0..*n)
-                            .map(|i| build(rest, &data[i * step..(i + 1) * step], leaf))
-                            .collect(),
-                    )
-                }
-            }
-        }
-        Ok(match self.arg()? {
-            Arg::Real(x) => Value::Real(x),
-            Arg::Int(k) => Value::Int(k),
-            Arg::Reals(s, d) => build(s, d, &Value::Real),
-            Arg::Ints(s, d) => build(s, d, &Value::Int),
+            Held::Tuple(_) => unreachable!("tuples are made by `with_args`"),
         })
     }
 }
@@ -160,7 +163,7 @@ fn hold<'py>(p: &str, ty: Option<&Type>, obj: &Bound<'py, PyAny>) -> PyResult<He
         Some(t @ Type::Array(..)) => {
             let elem = gradlift::jit::typed::scalar(t).ok_or_else(|| {
                 PyTypeError::new_err(format!(
-                    "parameter `{p}: {t}`: arrays of tuples cannot be passed from Python yet"
+                    "parameter `{p}: {t}`: arrays of tuples cannot be passed from Python; pass a tuple of arrays, one per component"
                 ))
             })?;
             let rank = gradlift::jit::typed::dims(t).count();
@@ -175,8 +178,22 @@ fn hold<'py>(p: &str, ty: Option<&Type>, obj: &Bound<'py, PyAny>) -> PyResult<He
             };
             Ok(held)
         }
+        Some(Type::Tuple(ts)) => {
+            let items = obj
+                .cast::<PyTuple>()
+                .ok()
+                .filter(|t| t.len() == ts.len())
+                .ok_or_else(|| wrong(&format!("a tuple of {} components", ts.len())))?;
+            let parts = ts
+                .iter()
+                .zip(items.iter())
+                .enumerate()
+                .map(|(i, (t, item))| hold(&format!("{p}.{i}"), Some(t), &item))
+                .collect::<PyResult<Vec<_>>>()?;
+            Ok(Held::Tuple(parts))
+        }
         Some(t) => Err(PyTypeError::new_err(format!(
-            "parameter `{p}: {t}` cannot be passed from Python yet"
+            "parameter `{p}: {t}` cannot be passed from Python"
         ))),
     }
 }
@@ -354,14 +371,11 @@ impl Function {
         compiled: &gradlift::jit::Compiled,
         held: &[Held<'_>],
     ) -> PyResult<(Vec<f64>, Vec<i64>)> {
-        let args = held.iter().map(Held::arg).collect::<PyResult<Vec<_>>>()?;
-        let sizes = compiled.sizes_of(&args).map_err(|e| raise(e.into()))?;
-        let len = compiled
-            .result_len(&sizes)
-            .ok_or_else(|| PyValueError::new_err("the result does not fit in memory"))?;
-        let mut out = vec![0.0; len];
-        py.detach(|| compiled.call_args(&args, &mut out))
-            .map_err(|e| raise(e.into()))?;
+        let (mut out, mut sizes) = (Vec::new(), Vec::new());
+        with_args(held, Vec::with_capacity(held.len()), &mut |args| {
+            py.detach(|| compiled.call_args_resizing(args, &mut out, &mut sizes))
+                .map_err(|e| raise(e.into()))
+        })?;
         Ok((out, sizes))
     }
 }
@@ -439,26 +453,29 @@ impl Function {
                 self.hvp.get_or_init(|| p)
             }
         };
-        let n = self.function().signature().params.len();
-        let values = held.iter().map(Held::value).collect::<PyResult<Vec<_>>>()?;
-        let (args, dirs) = values.split_at(n);
-        let (args, dirs) = (args.to_vec(), dirs.to_vec());
-        let (primal, tangent) = py.detach(|| pair.call(&args, &dirs)).map_err(raise)?;
-        let tuple = |v: &Value| -> PyResult<Bound<'py, PyTuple>> {
-            let items = match v {
-                Value::Tuple(vs) => vs
-                    .iter()
-                    .map(|x| to_python(py, x))
-                    .collect::<PyResult<Vec<_>>>()?,
-                x => vec![to_python(py, x)?],
-            };
-            PyTuple::new(py, items)
+        let native = pair.native();
+        let (out, sizes) = Self::run(py, native, &held)?;
+        // ((value, gradient), (value's derivative, H·d)), flat.
+        let sig = native.signature();
+        let Type::Tuple(halves) = &sig.ret else {
+            unreachable!("a Hessian-vector program returns a pair")
         };
-        let (Value::Tuple(p), Value::Tuple(t)) = (&primal, &tangent) else {
-            unreachable!("a Hessian-vector program returns pairs")
+        let (Type::Tuple(primal), Type::Tuple(tangent)) = (&halves[0], &halves[1]) else {
+            unreachable!("a Hessian-vector program returns pairs of pairs")
         };
-        let value = p[0].as_real().unwrap_or(f64::NAN);
-        Ok((value, tuple(&p[1])?, tuple(&t[1])?))
+        let mut at = 0;
+        let mut read = |t: &Type| result(py, t, &sig.size_vars, &sizes, &out, &mut at);
+        let value = read(&primal[0])?.extract::<f64>()?;
+        let per_parameter = |v: Bound<'py, PyAny>, t: &Type| -> PyResult<Bound<'py, PyTuple>> {
+            match t {
+                Type::Tuple(_) if self.values_count() > 1 => Ok(v.cast_into::<PyTuple>()?),
+                _ => PyTuple::new(py, [v]),
+            }
+        };
+        let gradient = per_parameter(read(&primal[1])?, &primal[1])?;
+        read(&tangent[0])?;
+        let hd = per_parameter(read(&tangent[1])?, &tangent[1])?;
+        Ok((value, gradient, hd))
     }
 
     /// The function's signature, as the language writes it.
@@ -496,6 +513,17 @@ impl Function {
 }
 
 impl Function {
+    /// How many parameters are not sizes (the Hessian-vector product's
+    /// gradient and directions have one entry each).
+    fn values_count(&self) -> usize {
+        self.function()
+            .signature()
+            .params
+            .iter()
+            .filter(|(_, t)| t.is_some())
+            .count()
+    }
+
     /// How many parameters the gradient is taken with respect to.
     fn wrt_count(&self) -> usize {
         match &self.wrt {
@@ -508,39 +536,6 @@ impl Function {
                 .filter(|(_, t)| t.is_some())
                 .count(),
         }
-    }
-}
-
-/// A value as Python objects: floats, integers, numpy arrays of reals
-/// (arrays of arrays stacked), tuples.
-fn to_python<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
-    match v {
-        Value::Real(x) => Ok(x.into_pyobject(py)?.into_any()),
-        Value::Int(k) => Ok(k.into_pyobject(py)?.into_any()),
-        Value::Tuple(vs) => {
-            let items = vs
-                .iter()
-                .map(|x| to_python(py, x))
-                .collect::<PyResult<Vec<_>>>()?;
-            Ok(PyTuple::new(py, items)?.into_any())
-        }
-        Value::Array(_) => {
-            let mut slots = Vec::new();
-            v.slots(&mut slots);
-            let mut shape = Vec::new();
-            let mut at = v;
-            while let Value::Array(xs) = at {
-                shape.push(xs.len());
-                match xs.first() {
-                    Some(x) => at = x,
-                    None => break,
-                }
-            }
-            Ok(numpy::PyArray1::from_slice(py, &slots)
-                .reshape(shape)?
-                .into_any())
-        }
-        _ => Err(PyTypeError::new_err("a value Python cannot hold")),
     }
 }
 

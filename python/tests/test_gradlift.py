@@ -248,3 +248,57 @@ def test_size_parameters_and_keywords():
         f(x, 3, 4)
     with pytest.raises(ValueError, match="`s`"):
         f(x, 2.5)
+
+
+TUPLES = """
+def f(p: (R, [R; n]), q: ((Z, [R; n]), R), z: [R; m]) -> R =
+  let (a, xs) = p in
+  let (inner, c) = q in
+  let (k, ys) = inner in
+  a * reduce (+) 0 (map2 (x, y. sin(x) * y) xs ys) + c * c * k + reduce (+) 0 (map (t. t * t) z)
+"""
+
+
+def numpy_tuples(p, q, z):
+    (a, xs), ((k, ys), c) = p, q
+    return a * np.sum(np.sin(xs) * ys) + c * c * k + np.sum(z * z)
+
+
+def test_tuple_parameters_are_python_tuples():
+    f = gradlift.compile(TUPLES, wrt=["p", "q"])
+    rng = np.random.default_rng(8)
+    xs, ys, z = rng.normal(size=4), rng.normal(size=4), rng.normal(size=3)
+    p, q = (1.5, xs), ((3, ys), -0.5)
+    assert f(p, q, z) == pytest.approx(numpy_tuples(p, q, z), rel=1e-13)
+    value, (gp, gq) = f.value_and_grad(p, q, z)
+    assert value == pytest.approx(numpy_tuples(p, q, z), rel=1e-13)
+    # The cotangents have the parameters' structure (an integer's is 0).
+    (ga, gxs), ((gk, gys), gc) = gp, gq
+    assert ga == pytest.approx(np.sum(np.sin(xs) * ys), rel=1e-13)
+    np.testing.assert_allclose(gxs, 1.5 * np.cos(xs) * ys, rtol=1e-13)
+    np.testing.assert_allclose(gys, 1.5 * np.sin(xs), rtol=1e-13)
+    assert gc == pytest.approx(2 * -0.5 * 3, rel=1e-13)
+    assert gk == 0
+    # Against finite differences through the flat packing.
+    theta = f.pack(p, q)
+    (_, flat) = f.value_and_grad_flat(theta, z)
+    for i in range(theta.size):
+        e = np.zeros_like(theta)
+        e[i] = 1e-6
+        fd = (f.value_flat(theta + e, z) - f.value_flat(theta - e, z)) / 2e-6
+        if i != 5:  # the integer k, whose packed slot is not a real
+            assert flat[i] == pytest.approx(fd, rel=1e-6, abs=1e-8)
+    # The Hessian-vector product takes tuple directions.
+    g = gradlift.compile(TUPLES)
+    dirs = ((0.3, rng.normal(size=4)), ((0, rng.normal(size=4)), 0.2), rng.normal(size=3))
+    value, grad, hd = g.hvp(p, q, z, *dirs)
+    assert value == pytest.approx(numpy_tuples(p, q, z), rel=1e-13)
+    assert len(grad) == 3 and len(hd) == 3
+    np.testing.assert_allclose(hd[2], 2 * dirs[2], rtol=1e-13)
+    # The wrong arity, or an array for a tuple, names the parameter.
+    with pytest.raises(ValueError, match="`p`"):
+        f((1.5,), q, z)
+    with pytest.raises(ValueError, match="`p`"):
+        f(xs, q, z)
+    with pytest.raises(ValueError, match="`q.0.1`"):
+        f(p, ((3, rng.normal(size=5)), -0.5), z)

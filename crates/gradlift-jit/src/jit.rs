@@ -840,7 +840,49 @@ impl Compiled {
     /// allocates nothing once warm.
     pub fn call_args(&self, args: &[crate::typed::Arg], out: &mut [f64]) -> Result<(), CallError> {
         let mut ws = self.take_workspace();
-        let r = self.run_args(&mut ws, args, out);
+        let r = self.run_args(&mut ws, args, |want, _| {
+            if want == Some(out.len()) {
+                Ok(out)
+            } else {
+                Err(CallError::Arguments(format!(
+                    "the result buffer holds {} reals, the result `{}` has {want:?} at these sizes",
+                    out.len(),
+                    self.sig.ret
+                )))
+            }
+        });
+        self.pool.lock().expect("pool").push(ws);
+        r
+    }
+
+    /// [`Compiled::call_args`] into a buffer it sizes: `out` is resized
+    /// to the result's length (within the workspace limit), and `sizes`
+    /// receives the size variables the shapes gave (in the signature's
+    /// order), to read the result's shapes by. Binds the shapes once.
+    pub fn call_args_resizing(
+        &self,
+        args: &[crate::typed::Arg],
+        out: &mut Vec<f64>,
+        sizes: &mut Vec<i64>,
+    ) -> Result<(), CallError> {
+        let mut ws = self.take_workspace();
+        let r = self.run_args(&mut ws, args, |want, bound| {
+            sizes.clear();
+            sizes.extend_from_slice(bound);
+            let n = want.ok_or(CallError::Status(Status::SizeOverflow))?;
+            let bytes = (n as u64).saturating_mul(8);
+            if bytes > self.max_workspace {
+                return Err(CallError::OutputLimit {
+                    needed: bytes,
+                    limit: self.max_workspace,
+                });
+            }
+            out.clear();
+            out.try_reserve_exact(n)
+                .map_err(|_| CallError::OutOfMemory { bytes })?;
+            out.resize(n, 0.0);
+            Ok(out)
+        });
         self.pool.lock().expect("pool").push(ws);
         r
     }
@@ -860,11 +902,13 @@ impl Compiled {
         flat_len(&self.sig.ret, &self.sig.size_vars, sizes)
     }
 
-    fn run_args(
+    /// Binds `args`' shapes, asks `output` for the result buffer (given
+    /// the result's length at the sizes, and the sizes), and runs.
+    fn run_args<'o>(
         &self,
         ws: &mut Workspace,
         args: &[crate::typed::Arg],
-        out: &mut [f64],
+        output: impl FnOnce(Option<usize>, &[i64]) -> Result<&'o mut [f64], CallError>,
     ) -> Result<(), CallError> {
         let mut sizes = std::mem::take(&mut ws.sizes);
         let bound = crate::typed::bind_shapes(&self.name, &self.sig, args, &mut sizes);
@@ -874,20 +918,38 @@ impl Compiled {
         bound.map_err(CallError::Arguments)?;
         let vars = self.sig.size_vars.len();
         self.check_sizes(&ws.words)?;
-        let want = self.result_len(&ws.words[..vars]);
-        if want != Some(out.len()) {
-            return Err(CallError::Arguments(format!(
-                "the result buffer holds {} reals, the result `{}` has {want:?} at these sizes",
-                out.len(),
-                self.sig.ret
-            )));
+        let out = output(self.result_len(&ws.words[..vars]), &ws.words[..vars])?;
+        // The shapes were checked against the types, so each argument has
+        // its parameter's length. Arrays are read in place; scalars and
+        // tuples are laid out in the workspace's input buffers first (all
+        // of them, before any address is taken).
+        let values = || {
+            self.sig
+                .params
+                .iter()
+                .zip(args)
+                .filter(|((_, ty), _)| ty.is_some())
+                .map(|(_, arg)| arg)
+        };
+        let copied = values().filter(|a| !a.in_place()).count();
+        if ws.inputs.len() < copied {
+            ws.inputs.resize_with(copied, Vec::new);
         }
-        // The shapes were checked against the types, so each slice has its
-        // parameter's length.
-        for ((_, ty), arg) in self.sig.params.iter().zip(args) {
-            if ty.is_some() {
-                ws.words.push(arg.slots().as_ptr() as i64);
-            }
+        for (buf, arg) in ws.inputs.iter_mut().zip(values().filter(|a| !a.in_place())) {
+            buf.clear();
+            arg.write_slots(buf);
+        }
+        let mut copies = ws.inputs.iter();
+        for arg in values() {
+            let at = if arg.in_place() {
+                arg.slots().as_ptr()
+            } else {
+                copies
+                    .next()
+                    .expect("one buffer per copied argument")
+                    .as_ptr()
+            };
+            ws.words.push(at as i64);
         }
         self.execute(ws, out)
     }
