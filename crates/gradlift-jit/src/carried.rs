@@ -92,6 +92,34 @@ fn array_leaves(v: &Values, out: &mut Vec<Shape>) {
     }
 }
 
+/// Tells `guard` that the arrays of `now` have the lengths of those of
+/// `start` (the same layout).
+fn same_lengths(guard: &mut crate::guard::Guard, start: &Values, now: &Values) {
+    fn shapes(guard: &mut crate::guard::Guard, start: &Shape, now: &Shape) {
+        match (start, now) {
+            (Shape::Tuple(xs), Shape::Tuple(ys)) => {
+                xs.iter().zip(ys).for_each(|(x, y)| shapes(guard, x, y))
+            }
+            (Shape::Array(n, x), Shape::Array(m, y)) => {
+                guard.same_length(*n, *m);
+                shapes(guard, x, y);
+            }
+            _ => {}
+        }
+    }
+    match (start, now) {
+        (Values::Tuple(xs), Values::Tuple(ys)) => xs
+            .iter()
+            .zip(ys)
+            .for_each(|(x, y)| same_lengths(guard, x, y)),
+        (Values::Array(a), Values::Array(b)) => {
+            guard.same_length(a.len, b.len);
+            shapes(guard, &a.elem, &b.elem);
+        }
+        _ => {}
+    }
+}
+
 impl Translator<'_, '_> {
     /// A loop-carried value starting at `init`, of type `ty`.
     pub fn carried(&mut self, init: &Values, ty: &Type) -> Result<Carried, JitError> {
@@ -112,8 +140,9 @@ impl Translator<'_, '_> {
         for (shape, ty) in leaves.into_iter().zip(leaf_types) {
             let bytes = self.bytes(&shape)?;
             let counted = self.counts().bytes(ty);
-            let first = self.alloc(bytes, counted.clone());
-            let second = self.alloc(bytes, counted);
+            let exact = self.exact_bytes(&shape);
+            let first = self.alloc(bytes, counted.clone(), exact.clone());
+            let second = self.alloc(bytes, counted, exact);
             let (a, b) = (
                 self.b.declare_var(types::I64),
                 self.b.declare_var(types::I64),
@@ -143,9 +172,16 @@ impl Translator<'_, '_> {
     }
 
     /// The current value.
+    ///
+    /// Its arrays' lengths are those of the start at every iteration:
+    /// each update stores its arrays into buffers of the start's layout,
+    /// checking their shapes against it (`ShapeMismatch`), or keeps the
+    /// current ones. The guard (`guard.rs`) learns so.
     pub fn get(&mut self, c: &Carried) -> Values {
         let current: Vec<Value> = c.vars.iter().map(|v| self.b.use_var(*v)).collect();
-        c.template.rebuild(&mut current.into_iter())
+        let v = c.template.rebuild(&mut current.into_iter());
+        same_lengths(&mut self.guard, &c.template, &v);
+        v
     }
 
     /// Makes `v` the value, copying its arrays out of the temporaries.

@@ -159,7 +159,8 @@ impl Translator<'_, '_> {
         let slot_bytes = self.mul_deferred(slots, state_bytes);
         self.flush_overflow();
         let counted = slots_counted.clone().times(self.counts().bytes(&s_ty));
-        let slot_mem = self.alloc(slot_bytes, counted);
+        // `slots` is at most its count: a bound, not the number.
+        let slot_mem = self.alloc(slot_bytes, counted, None);
         // The elements' cotangents: of the elements' type, or `()`.
         let mark = self.typer.mark();
         let vjp_tys = [s_ty.clone(), (*e_ty).clone(), s_ty.clone(), f_ty.clone()];
@@ -298,9 +299,9 @@ impl Translator<'_, '_> {
         let word_bytes = self.b.ins().imul_imm_s(words, 8);
         // `slots` is at most `c`.
         let counted = Bytes::Const((6 * c.max(1) as u64 + 8) * 8);
-        let machine = self.alloc(word_bytes, counted);
+        let machine = self.alloc(word_bytes, counted, None);
         let twentyfour = self.b.ins().iconst(types::I64, 24);
-        let action = self.alloc(twentyfour, Bytes::Const(24));
+        let action = self.alloc(twentyfour, Bytes::Const(24), Some(Bytes::Const(24)));
         let (kind, param) = (
             self.b.ins().iconst(types::I64, 1),
             self.b.ins().iconst(types::I64, c),

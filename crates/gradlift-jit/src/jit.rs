@@ -552,7 +552,7 @@ impl Jit {
             true => Some(&mut sink),
             false => None,
         };
-        let (labels, bound) = lower_function(
+        let lowered = lower_function(
             &mut b,
             closed,
             calls,
@@ -564,6 +564,8 @@ impl Jit {
         )?;
         let module = sink.module;
         b.finalize(module.target_config());
+        lowered.elide(&mut ctx.func);
+        let crate::lower::Lowered { labels, bound, .. } = lowered;
         if self.verify {
             cranelift_codegen::verify_function(&ctx.func, self.isa.flags())
                 .map_err(|e| JitError::Verifier(e.to_string()))?;

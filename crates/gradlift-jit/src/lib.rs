@@ -24,6 +24,7 @@ pub mod cache;
 mod carried;
 mod checkpoint;
 mod eta;
+mod guard;
 mod horizontal;
 mod jit;
 mod layout;

@@ -91,6 +91,10 @@ pub(crate) struct Translator<'a, 'f> {
     /// trap or touch memory), so a run of it is checked by one branch,
     /// emitted before its result is used ([`Translator::flush_overflow`]).
     pub overflow: Option<Value>,
+    /// The entry check of the workspace (`guard.rs`): what each length
+    /// is as a formula in the sizes, the checks each allocation makes,
+    /// and whether every allocation's bytes are their formula.
+    pub guard: crate::guard::Guard,
     /// The stack slot [`Translator::pin`] copies through, made on first use.
     pub pin_slot: Option<cranelift_codegen::ir::StackSlot>,
     /// The loops being lowered, outermost first: where their copies of
@@ -174,7 +178,7 @@ pub(crate) fn lower_function<'a>(
     runtime: Option<crate::runtime::Runtime>,
     max_iterations: u64,
     kernels: Option<&'a mut dyn crate::split::KernelSink>,
-) -> Result<(Option<Labels>, crate::workspace::WorkspaceBound), JitError> {
+) -> Result<Lowered, JitError> {
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
@@ -227,7 +231,19 @@ pub(crate) fn lower_function<'a>(
         let index = t.b.ins().iconst(types::I64, k as i64);
         t.check_size(v, index);
         t.sizes.insert(name.clone(), v);
+        t.guard
+            .length(v, crate::workspace::Bytes::Len(0, vec![(k, 1)]));
     }
+    // The guard (`guard.rs`), filled once the body is lowered.
+    // (Placed in the layout after the block that jumps to it, which the
+    // jump has just put there, and before the body.)
+    let guard_block = t.b.create_block();
+    t.b.ins().jump(guard_block, &[]);
+    let entry_block = t.b.current_block().expect("the entry block");
+    t.b.insert_block_after(guard_block, entry_block);
+    let body = t.b.create_block();
+    t.b.insert_block_after(body, guard_block);
+    t.b.switch_to_block(body);
     let mut word = closed.size_vars.len() as i32;
     for (name, ty) in &closed.params {
         let Some(ty) = ty else { continue };
@@ -264,9 +280,49 @@ pub(crate) fn lower_function<'a>(
     let info = t.b.ins().stack_load(types::I64, types::I64, info_slot, 0);
     t.b.ins().store(crate::values::mem(), detail, info, 0);
     t.b.ins().return_(&[status]);
+    let bound = crate::workspace::WorkspaceBound::new(std::mem::take(&mut t.usage).finish());
+    t.b.switch_to_block(guard_block);
+    t.label(|| "the workspace holds the bound (the allocations' checks)".to_string());
+    let elide = match t.guard.elidable(bound.formula()) {
+        Some(checks) => {
+            let checks = checks.to_vec();
+            let sizes: Vec<Value> = closed.size_vars.iter().map(|n| t.sizes[n]).collect();
+            let formula = bound.formula().expect("a guarded bound");
+            crate::guard::emit(t.b, formula, &sizes, ws_len, fail);
+            checks
+        }
+        None => Vec::new(),
+    };
+    t.b.ins().jump(body, &[]);
     t.b.seal_all_blocks();
-    let bound = crate::workspace::WorkspaceBound::new(t.usage.finish());
-    Ok((t.labels, bound))
+    Ok(Lowered {
+        labels: t.labels,
+        bound,
+        elide,
+    })
+}
+
+/// A lowered function: its labels (when asked for), its workspace bound,
+/// and the allocations' checks the guard stands for (`guard.rs`), to be
+/// made plain jumps once the function is finalized ([`Lowered::elide`]).
+pub(crate) struct Lowered {
+    pub labels: Option<Labels>,
+    pub bound: crate::workspace::WorkspaceBound,
+    elide: Vec<cranelift_codegen::ir::Inst>,
+}
+
+impl Lowered {
+    /// Makes each check the guard stands for a jump to where it continues
+    /// (the arithmetic feeding it is then dead, and removed by Cranelift).
+    pub fn elide(&self, func: &mut cranelift_codegen::ir::Function) {
+        for &inst in &self.elide {
+            let then = match &func.dfg.insts[inst] {
+                InstructionData::Brif { blocks, .. } => blocks[0].block(&func.dfg.value_lists),
+                _ => unreachable!("an allocation's check is a branch"),
+            };
+            func.replace(inst).jump(then, &[]);
+        }
+    }
 }
 
 impl<'a, 'f> Translator<'a, 'f> {
@@ -304,6 +360,7 @@ impl<'a, 'f> Translator<'a, 'f> {
             labels: None,
             known: Known::default(),
             overflow: None,
+            guard: Default::default(),
             pin_slot: None,
             loops: Vec::new(),
             computed: HashMap::new(),
@@ -427,6 +484,7 @@ impl Translator<'_, '_> {
         let from = pos.ins().uadd_overflow(at, zero).0;
         let c = pos.ins().load(ty, crate::values::mem(), from, 0);
         self.loops[level - 1].copies.insert(x, c);
+        self.guard.same_length(x, c);
         c
     }
 

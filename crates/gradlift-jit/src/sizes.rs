@@ -8,17 +8,19 @@ use crate::lower::{unsupported, Translator};
 use crate::values::Shape;
 use crate::JitError;
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{BlockArg, InstBuilder, Value};
+use cranelift_codegen::ir::{BlockArg, Inst, InstBuilder, Value};
 use gradlift_lang::syntax::{Size, Type};
 
 impl Translator<'_, '_> {
-    /// Continues if `ok` (an `i8`) is set; otherwise fails with `status`.
-    pub fn check(&mut self, ok: Value, status: Status, info: Value) {
+    /// Continues if `ok` (an `i8`) is set; otherwise fails with
+    /// `status`. Returns the branch.
+    pub fn check(&mut self, ok: Value, status: Status, info: Value) -> Inst {
         let cont = self.b.create_block();
         let code = self.iconst(status as i64);
         let args = [BlockArg::from(code), BlockArg::from(info)];
-        self.b.ins().brif(ok, cont, &[], self.fail, &args);
+        let branch = self.b.ins().brif(ok, cont, &[], self.fail, &args);
         self.b.switch_to_block(cont);
+        branch
     }
 
     /// Checks `0 ≤ n ≤ MAX_LEN`.
@@ -44,12 +46,11 @@ impl Translator<'_, '_> {
     }
 
     /// Branches to the failure block (`SizeOverflow`) unless every pending
-    /// overflow check holds.
-    pub fn flush_overflow(&mut self) {
-        if let Some(ok) = self.overflow.take() {
-            let zero = self.iconst(0);
-            self.check(ok, Status::SizeOverflow, zero);
-        }
+    /// overflow check holds; returns the branch, if there was one.
+    pub fn flush_overflow(&mut self) -> Option<Inst> {
+        let ok = self.overflow.take()?;
+        let zero = self.iconst(0);
+        Some(self.check(ok, Status::SizeOverflow, zero))
     }
 
     /// `a · b` for `a, b ≥ 0`, failing with `SizeOverflow` past 2⁶³ once
@@ -119,9 +120,18 @@ impl Translator<'_, '_> {
         })
     }
 
-    /// Takes `bytes` from the workspace; `counted` is the same number as a
-    /// formula in the sizes.
-    pub fn alloc(&mut self, bytes: Value, counted: crate::workspace::Bytes) -> Value {
+    /// Takes `bytes` from the workspace; `counted` is at least the same
+    /// number as a formula in the sizes, and `exact`, when known, is
+    /// `bytes` as such a formula, built from the lengths it was computed
+    /// from (see `guard.rs`): where it is `counted`, the entry check may
+    /// stand for this allocation's check.
+    pub fn alloc(
+        &mut self,
+        bytes: Value,
+        counted: crate::workspace::Bytes,
+        exact: Option<crate::workspace::Bytes>,
+    ) -> Value {
+        let covered = crate::guard::covers(exact.as_ref(), &counted);
         self.usage.alloc(counted);
         let top = self.b.use_var(self.top);
         let available = self.b.ins().isub(self.end, top);
@@ -131,7 +141,8 @@ impl Translator<'_, '_> {
             .icmp(IntCC::UnsignedLessThanOrEqual, bytes, available);
         let used = self.b.ins().isub(top, self.base);
         let needed = self.b.ins().iadd(used, bytes);
-        self.check(fits, Status::WorkspaceTooSmall, needed);
+        let branch = self.check(fits, Status::WorkspaceTooSmall, needed);
+        self.guard.allocation(covered, [branch]);
         let new_top = self.b.ins().iadd(top, bytes);
         self.b.def_var(self.top, new_top);
         top
@@ -195,6 +206,10 @@ impl Translator<'_, '_> {
                     self.known.clamped.insert(len, c);
                     c
                 };
+                // In range (checked) or clamped: `max(0, n)`, the
+                // formula's length.
+                let formula = self.counts().len(n);
+                self.guard.length(len, formula);
                 Shape::Array(len, Box::new(self.shape_of_type(elem, strict)?))
             }
             Type::Bool | Type::Fun(..) => return unsupported(format!("a value of type `{ty}`")),

@@ -150,7 +150,8 @@ impl Translator<'_, '_> {
         // Slot 0 holds the tape's own address (see `refresh_tape`).
         let bytes = 8 * (slots as u64 + 1);
         let n = self.iconst(bytes as i64);
-        let at = self.alloc(n, crate::workspace::Bytes::Const(bytes));
+        let counted = crate::workspace::Bytes::Const(bytes);
+        let at = self.alloc(n, counted.clone(), Some(counted));
         self.b.ins().store(mem(), at, at, 0);
         let from = crate::values::opaque(self.b, at);
         self.tapes.push((at, from));

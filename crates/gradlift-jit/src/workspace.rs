@@ -27,7 +27,7 @@ use gradlift_lang::syntax::{Name, Size, Type};
 
 /// Bytes as a function of the size variables (by their index in the
 /// function's size-variable order).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Bytes {
     /// A constant.
     Const(u64),

@@ -234,8 +234,11 @@ impl Translator<'_, '_> {
     ) -> Result<(Value, Value), JitError> {
         let stride = self.bytes_deferred(shape)?;
         let total = self.mul_deferred(n, stride);
-        self.flush_overflow();
-        Ok((self.alloc(total, counted), stride))
+        let overflow = self.flush_overflow();
+        let exact = self.exact_array_bytes(n, shape);
+        let covered = crate::guard::covers(exact.as_ref(), &counted);
+        self.guard.allocation(covered, overflow);
+        Ok((self.alloc(total, counted, exact), stride))
     }
 
     /// The count `e` (of `iota`, `replicate`) as a size expression.
