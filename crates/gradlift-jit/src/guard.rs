@@ -99,7 +99,10 @@ impl Guard {
 /// Whether an allocation of `exact` bytes (its formula, when known) is
 /// the `counted` the bound adds up.
 pub(crate) fn covers(exact: Option<&Bytes>, counted: &Bytes) -> bool {
-    exact.is_some_and(|e| normal(e.clone()) == normal(counted.clone()))
+    exact.is_some_and(|e| {
+        let e = normal(e.clone());
+        stated(&e) && e == normal(counted.clone())
+    })
 }
 
 /// `x` in a normal form of the same value, so that two formulas of the
@@ -170,12 +173,17 @@ pub(crate) fn normal(x: Bytes) -> Bytes {
 }
 
 /// `max(0, c + Σ k·size)` with its terms by size variable, repeated ones
-/// added and zero ones dropped (a constant when none is left).
+/// added and zero ones dropped (a constant when none is left); a
+/// coefficient past 64 bits makes it `u64::MAX`, which [`covers`] never
+/// matches.
 fn length(c: i64, terms: Vec<(usize, i64)>) -> Bytes {
     let mut by: std::collections::BTreeMap<usize, i64> = Default::default();
     for (i, k) in terms {
         let e = by.entry(i).or_insert(0);
-        *e = e.saturating_add(k);
+        match e.checked_add(k) {
+            Some(x) => *e = x,
+            None => return Bytes::Const(u64::MAX),
+        }
     }
     let terms: Vec<_> = by.into_iter().filter(|&(_, k)| k != 0).collect();
     if terms.is_empty() {
@@ -375,7 +383,9 @@ struct Emitter<'b, 'f, 's> {
     /// while there is none.
     ok: Option<Value>,
     memo: HashMap<Bytes, Value>,
-    prefixes: HashMap<Vec<Bytes>, Value>,
+    /// Sums already begun, as a trie: (prefix, next term) ↦ (the longer
+    /// prefix, its sum). Prefix 0 is the empty one.
+    prefixes: HashMap<(usize, Bytes), (usize, Value)>,
 }
 
 impl Emitter<'_, '_, '_> {
@@ -420,17 +430,27 @@ impl Emitter<'_, '_, '_> {
             }
             Bytes::Len(c, terms) => self.length(*c, terms),
             Bytes::Sum(xs) => {
-                // The longest prefix summed before, then the rest.
-                let (mut acc, done) = (1..xs.len())
-                    .rev()
-                    .find_map(|k| self.prefixes.get(&xs[..k]).map(|&v| (v, k)))
-                    .unwrap_or_else(|| (self.value(&xs[0]), 1));
-                for k in done..xs.len() {
-                    let v = self.value(&xs[k]);
-                    acc = self.saturating_add(acc, v);
-                    self.prefixes.insert(xs[..=k].to_vec(), acc);
+                // Along the trie while the prefix was summed before, then
+                // on from there: one addition per term not shared.
+                let (mut prefix, mut acc) = (0, None);
+                for x in xs {
+                    let key = (prefix, x.clone());
+                    let (next, v) = match self.prefixes.get(&key) {
+                        Some(&seen) => seen,
+                        None => {
+                            let v = self.value(x);
+                            let v = match acc {
+                                None => v,
+                                Some(a) => self.saturating_add(a, v),
+                            };
+                            let next = self.prefixes.len() + 1;
+                            self.prefixes.insert(key, (next, v));
+                            (next, v)
+                        }
+                    };
+                    (prefix, acc) = (next, Some(v));
                 }
-                acc
+                acc.unwrap_or_else(|| self.b.ins().iconst(types::I64, 0))
             }
             Bytes::Product(x, y) => {
                 let (x, y) = (self.value(x), self.value(y));

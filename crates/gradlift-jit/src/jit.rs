@@ -792,21 +792,10 @@ impl Compiled {
         words.extend(ws.inputs.iter().map(|d| d.as_ptr() as i64));
         ws.words = words;
         let n = r?;
-        // The result is memory the call allocates too: within the limit,
-        // and refused rather than aborting when the allocator says no.
-        let bytes = (n as u64).saturating_mul(8);
-        if bytes > self.max_workspace {
-            return Err(CallError::OutputLimit {
-                needed: bytes,
-                limit: self.max_workspace,
-            });
-        }
         let mut data = std::mem::take(&mut ws.out);
-        data.clear();
-        data.try_reserve_exact(n)
-            .map_err(|_| CallError::OutOfMemory { bytes })?;
-        data.resize(n, 0.0);
-        let r = self.execute(ws, &mut data);
+        let r = self
+            .size_result(&mut data, n)
+            .and_then(|()| self.execute(ws, &mut data));
         if r.is_ok() {
             let mut at = 0;
             let sizes = &ws.words[..n_sizes];
@@ -872,21 +861,29 @@ impl Compiled {
             sizes.clear();
             sizes.extend_from_slice(bound);
             let n = want.ok_or(CallError::Status(Status::SizeOverflow))?;
-            let bytes = (n as u64).saturating_mul(8);
-            if bytes > self.max_workspace {
-                return Err(CallError::OutputLimit {
-                    needed: bytes,
-                    limit: self.max_workspace,
-                });
-            }
-            out.clear();
-            out.try_reserve_exact(n)
-                .map_err(|_| CallError::OutOfMemory { bytes })?;
-            out.resize(n, 0.0);
+            self.size_result(out, n)?;
             Ok(out)
         });
         self.pool.lock().expect("pool").push(ws);
         r
+    }
+
+    /// Makes `out` `n` zeros long. The result is memory a call allocates
+    /// too: within the limit, and refused rather than aborting when the
+    /// allocator says no.
+    fn size_result(&self, out: &mut Vec<f64>, n: usize) -> Result<(), CallError> {
+        let bytes = (n as u64).saturating_mul(8);
+        if bytes > self.max_workspace {
+            return Err(CallError::OutputLimit {
+                needed: bytes,
+                limit: self.max_workspace,
+            });
+        }
+        out.clear();
+        out.try_reserve_exact(n)
+            .map_err(|_| CallError::OutOfMemory { bytes })?;
+        out.resize(n, 0.0);
+        Ok(())
     }
 
     /// The size variables (in the signature's order) the shapes of `args`
