@@ -187,9 +187,24 @@ pub struct Jit {
     max_workspace: u64,
     max_iterations: u64,
     threads: usize,
-    pool: std::sync::OnceLock<Arc<rayon::ThreadPool>>,
+    pool: std::sync::OnceLock<Arc<Pool>>,
     cache: Cache,
 }
+
+/// The thread pool of a `Jit`, and a word holding its address: the code
+/// reads the address from that word, through the symbol [`POOL_SYMBOL`],
+/// rather than holding it as a constant, so that the code's bytes do not
+/// depend on where the pool is (they can be stored and loaded again,
+/// `disk.rs`). Both live as long as the pool: a compiled function that
+/// uses them holds the `Arc`.
+pub(crate) struct Pool {
+    /// Owned here, used through `address`.
+    _threads: Box<rayon::ThreadPool>,
+    address: usize,
+}
+
+/// The symbol of the word holding the address of the thread pool.
+pub(crate) const POOL_SYMBOL: &str = "gradlift_pool";
 
 /// Cranelift's settings for every target: `opt_level=speed`, its own
 /// verifier between passes in debug builds only (it took 10–25% of the
@@ -343,16 +358,29 @@ impl Jit {
     }
 
     /// The thread pool of the products, created on first use.
-    fn pool(&self) -> Result<Arc<rayon::ThreadPool>, JitError> {
+    fn pool(&self) -> Result<Arc<Pool>, JitError> {
         if let Some(p) = self.pool.get() {
             return Ok(p.clone());
         }
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(self.threads)
-            .thread_name(|i| format!("gradlift-{i}"))
-            .build()
-            .map_err(|e| JitError::Codegen(format!("starting {} threads: {e}", self.threads)))?;
-        Ok(self.pool.get_or_init(|| Arc::new(pool)).clone())
+        let threads = Box::new(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(self.threads)
+                .thread_name(|i| format!("gradlift-{i}"))
+                .build()
+                .map_err(|e| {
+                    JitError::Codegen(format!("starting {} threads: {e}", self.threads))
+                })?,
+        );
+        let address = &*threads as *const rayon::ThreadPool as usize;
+        Ok(self
+            .pool
+            .get_or_init(|| {
+                Arc::new(Pool {
+                    _threads: threads,
+                    address,
+                })
+            })
+            .clone())
     }
 
     /// The iteration limit of the functions it compiles.
@@ -377,7 +405,7 @@ impl Jit {
     /// instructions comes from as a `;` comment above it.
     pub fn clif(&self, closed: &Closed) -> Result<String, JitError> {
         let mut module = self.object_module()?;
-        let (ctx, labels, _) = self.lower(&mut module, closed, true, true, Some(0))?;
+        let (ctx, labels, _) = self.lower(&mut module, closed, true, true, Some(false))?;
         let labels = labels.unwrap_or_default();
         Ok(format!(
             "; {}: {}\n{}",
@@ -391,7 +419,7 @@ impl Jit {
     /// register allocation (its own printer of the instructions it emits).
     pub fn asm(&self, closed: &Closed) -> Result<String, JitError> {
         let mut module = self.object_module()?;
-        let (mut ctx, _, _) = self.lower(&mut module, closed, false, true, Some(0))?;
+        let (mut ctx, _, _) = self.lower(&mut module, closed, false, true, Some(false))?;
         ctx.set_disasm(true);
         let code = ctx
             .compile(&*self.isa, &mut Default::default())
@@ -481,8 +509,14 @@ impl Jit {
         Ok(ObjectModule::new(builder))
     }
 
-    fn module(&self) -> JITModule {
+    /// A module for code of this process, whose imports are the shims,
+    /// the runtime, the table of `exp` and, with `pool`, the word holding
+    /// the pool's address.
+    fn module(&self, pool: Option<&Pool>) -> JITModule {
         let mut builder = JITBuilder::with_isa(self.isa.clone(), default_libcall_names());
+        if let Some(pool) = pool {
+            builder.symbol(POOL_SYMBOL, &pool.address as *const usize as *const u8);
+        }
         for p in gradlift_lang::Prim::ALL {
             if let gradlift_lang::prim::Lowering::Call { shim, symbol, .. } = p.info().lowering {
                 builder.symbol(symbol, shim.address());
@@ -501,15 +535,15 @@ impl Jit {
     /// Lowers `closed` into a context of `module` (with the labels of its
     /// terms when `labels`). The libm functions are imported by the names
     /// `module` resolves: the JIT's shims, or (`c_names`) the C library's;
-    /// the runtime's functions (`runtime.rs`) when `runtime` gives the
-    /// address of the thread pool (0 for none).
+    /// the runtime's functions (`runtime.rs`) when `runtime` is given, and
+    /// the thread pool (through [`POOL_SYMBOL`]) when it is `Some(true)`.
     fn lower<M: Module>(
         &self,
         module: &mut M,
         closed: &Closed,
         labels: bool,
         c_names: bool,
-        runtime: Option<i64>,
+        runtime: Option<bool>,
     ) -> Result<(Context, Option<Labels>, WorkspaceBound), JitError> {
         let closed = &crate::eta::expand(closed);
         let mut ctx = module.make_context();
@@ -536,7 +570,15 @@ impl Jit {
                 imports.push(module.declare_func_in_func(id, b.func));
             }
         }
-        let pool = runtime.unwrap_or(0);
+        let pool = match runtime {
+            Some(true) => {
+                let id = module
+                    .declare_data(POOL_SYMBOL, Linkage::Import, false, false)
+                    .map_err(|e| JitError::Codegen(e.to_string()))?;
+                Some(module.declare_data_in_func(id, b.func))
+            }
+            _ => None,
+        };
         let runtime = crate::runtime::Runtime::new(&imports, pool);
         // Loops are split across the pool when it has threads to split
         // them across (`split.rs`).
@@ -547,11 +589,11 @@ impl Jit {
             flags: self.isa.flags().clone(),
             defined: 0,
         };
-        let kernels: Option<&mut dyn crate::split::KernelSink> = match pool != 0 && self.threads > 1
-        {
-            true => Some(&mut sink),
-            false => None,
-        };
+        let kernels: Option<&mut dyn crate::split::KernelSink> =
+            match pool.is_some() && self.threads > 1 {
+                true => Some(&mut sink),
+                false => None,
+            };
         let lowered = lower_function(
             &mut b,
             closed,
@@ -581,15 +623,15 @@ impl Jit {
                 self.triple()
             )));
         }
-        let mut module = self.module();
         // The pool exists once a function of this `Jit` multiplies
         // matrices, and lives as long as any of them.
         let pool = match self.threads > 1 && (uses_matmul(&closed.body) || splits(&closed.body)) {
             true => Some(self.pool()?),
             false => None,
         };
-        let address = pool.as_ref().map_or(0, |p| Arc::as_ptr(p) as i64);
-        let (mut ctx, _, bound) = self.lower(&mut module, closed, false, false, Some(address))?;
+        let mut module = self.module(pool.as_deref());
+        let (mut ctx, _, bound) =
+            self.lower(&mut module, closed, false, false, Some(pool.is_some()))?;
         let id = module
             .declare_function(&closed.name, Linkage::Export, &ctx.func.signature)
             .map_err(|e| JitError::Codegen(e.to_string()))?;
@@ -709,7 +751,7 @@ pub struct Compiled {
     pool: Mutex<Vec<Workspace>>,
     /// The thread pool the code's matrix products run on, whose address
     /// the code holds.
-    _threads: Option<Arc<rayon::ThreadPool>>,
+    _threads: Option<Arc<Pool>>,
 }
 
 impl Compiled {

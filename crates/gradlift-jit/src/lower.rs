@@ -545,6 +545,18 @@ impl Translator<'_, '_> {
     }
 
     /// The integer constant `c` (one value per region).
+    /// The address of the thread pool of `rt` (read from its word), or 0
+    /// for none.
+    pub(crate) fn pool_address(&mut self, rt: crate::runtime::Runtime) -> Value {
+        match rt.pool {
+            Some(word) => {
+                let at = self.b.ins().symbol_value(types::I64, word);
+                self.b.ins().load(types::I64, crate::values::mem(), at, 0)
+            }
+            None => self.iconst(0),
+        }
+    }
+
     pub fn iconst(&mut self, c: i64) -> Value {
         if let Some(&v) = self.known.constants.get(&c) {
             return v;

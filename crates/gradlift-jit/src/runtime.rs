@@ -14,7 +14,7 @@
 //! no runtime to link against, so a program that needs one is refused
 //! there, with the construct named.
 
-use cranelift_codegen::ir::{types, AbiParam, FuncRef, Signature};
+use cranelift_codegen::ir::{types, AbiParam, FuncRef, GlobalValue, Signature};
 use cranelift_codegen::isa::CallConv;
 
 /// The symbols and addresses, in the order of [`signatures`].
@@ -52,14 +52,15 @@ pub(crate) struct Runtime {
     pub schedule_next: FuncRef,
     pub matmul: FuncRef,
     pub split: FuncRef,
-    /// The address of the `Jit`'s `rayon::ThreadPool` (kept alive by the
-    /// compiled function), or 0: products on the calling thread.
-    pub pool: i64,
+    /// The word holding the address of the `Jit`'s `rayon::ThreadPool`
+    /// (both kept alive by the compiled function), or none: products on
+    /// the calling thread.
+    pub pool: Option<GlobalValue>,
 }
 
 impl Runtime {
     /// From the imports, in the order of [`RUNTIME`].
-    pub(crate) fn new(imports: &[FuncRef], pool: i64) -> Option<Runtime> {
+    pub(crate) fn new(imports: &[FuncRef], pool: Option<GlobalValue>) -> Option<Runtime> {
         match *imports {
             [schedule_start, schedule_next, matmul, split] => Some(Runtime {
                 schedule_start,

@@ -241,7 +241,7 @@ impl Translator<'_, '_> {
         let counted = self.counts().array(&m_size, &row_ty);
         let out_elem = Shape::Array(n, Box::new(Shape::Real));
         let (ptr, _) = self.alloc_array(a_rows, &out_elem, counted)?;
-        let pool = self.b.ins().iconst(types::I64, rt.pool);
+        let pool = self.pool_address(rt);
         let layouts = i64::from(a.3 == Layout::Columns) | (i64::from(bm.3 == Layout::Columns) << 1);
         let layouts = self.b.ins().iconst(types::I64, layouts);
         self.b.ins().call(

@@ -560,7 +560,7 @@ impl Translator<'_, '_> {
         };
         let f = self.b.ins().func_addr(types::I64, kernel);
         let op = self.iconst(combine.map_or(0, |c| c as i64));
-        let pool = self.iconst(rt.pool);
+        let pool = self.pool_address(rt);
         let call = self.b.ins().call(rt.split, &[f, env, chunks, op, pool]);
         Ok(self.b.inst_results(call)[0])
     }
