@@ -5,7 +5,9 @@
 //!
 //! `<example>/gradient_cached` is the same define repeated through the
 //! compile cache of a `Jit` (`Program::parse_in`, `compile_gradient`): a
-//! lookup.
+//! lookup. `<example>/gradient_disk` is the define a new process makes
+//! with a disk cache that holds the gradient (`Jit::disk_cache`, the
+//! memory cache off): parse, check, then load the stored code.
 //!
 //! `cargo bench --bench compile`; medians are in
 //! `target/criterion/compile/<example>_<function|gradient>/new/estimates.json`.
@@ -34,6 +36,7 @@ fn examples() -> Vec<(String, String)> {
 fn compile(c: &mut Criterion) {
     // The cold compiles run with the compile cache off.
     let jit = Jit::new().expect("a JIT for the host").cache(false);
+    let disk = std::env::temp_dir().join(format!("gradlift-bench-disk-{}", std::process::id()));
     let mut g = c.benchmark_group("compile");
     g.sample_size(20);
     for (name, text) in examples() {
@@ -71,9 +74,24 @@ fn compile(c: &mut Criterion) {
                         .expect("compiles")
                 })
             });
+            // The disk cache alone (as a new process finds it): parse,
+            // then load the stored code; nothing is kept in memory.
+            let stored = Jit::new()
+                .expect("a JIT for the host")
+                .cache(false)
+                .disk_cache(&disk);
+            g.bench_function(format!("{name}/gradient_disk"), |b| {
+                b.iter(|| {
+                    let p = Program::parse(&name, black_box(&text)).expect("parses");
+                    let f = p.last_function().expect("a definition");
+                    f.compile_gradient(&stored, None, GradOptions::default())
+                        .expect("compiles")
+                })
+            });
         }
     }
     g.finish();
+    let _ = std::fs::remove_dir_all(&disk);
 }
 
 criterion_group!(benches, compile);

@@ -306,11 +306,13 @@ def {def_name}({}) = {}(({point}. {name}({})), {wrt})
 
     /// Compiles it to native code: [`Function::optimized`], lowered. The
     /// result is kept in `jit`'s compile cache under the program's text
-    /// and this function's name: compiling it again is a lookup.
+    /// and this function's name: compiling it again is a lookup (and with
+    /// [`Jit::disk_cache`], a load from disk in another process).
     pub fn compile(&self, jit: &Jit) -> Result<CompiledFunction, Error> {
-        jit.cached(&self.key("function", &[]), || {
+        let key = self.key("function", &[]);
+        jit.cached(&key, || {
             Ok(CompiledFunction {
-                compiled: Arc::new(jit.compile(&self.optimized()?)?),
+                compiled: Arc::new(jit.compile_keyed(&key, || self.optimized())?),
             })
         })
     }
@@ -327,7 +329,32 @@ def {def_name}({}) = {}(({point}. {name}({})), {wrt})
         options: GradOptions,
     ) -> Result<CompiledGradient, Error> {
         let key = self.gradient_key(wrt, options);
-        jit.cached(&key, || self.gradient(wrt, options)?.build(jit))
+        jit.cached(&key, || {
+            let compiled = jit.compile_keyed(&key, || {
+                Ok::<_, Error>(self.gradient(wrt, options)?.closed())
+            })?;
+            Ok(CompiledGradient {
+                compiled: Arc::new(compiled),
+                wrt: self.gradient_params(wrt).len(),
+                caller: self.caller(),
+            })
+        })
+    }
+
+    /// The parameters a gradient with respect to `wrt` differentiates, in
+    /// order: those named (each once), or by default every parameter
+    /// that holds reals. The gradient has one cotangent per name.
+    pub fn gradient_params(&self, wrt: Option<&[Name]>) -> Vec<Name> {
+        self.signature()
+            .params
+            .iter()
+            .filter(|(p, t)| match (t, wrt) {
+                (None, _) => false,
+                (Some(_), Some(wrt)) => wrt.contains(p),
+                (Some(t), None) => gradlift_ad::direct::has_reals(t),
+            })
+            .map(|(p, _)| p.clone())
+            .collect()
     }
 
     /// The cache key of what `derived` compiles from this function, with
@@ -388,12 +415,7 @@ def {def_name}({}) = {}(({point}. {name}({})), {wrt})
                 .map_err(|e| self.locate(e))?;
         let (primal, tangent) = self.run_extended(&program, args, dirs, jit)?;
         // The gradient is with respect to the parameters that hold reals.
-        let wrt = self
-            .signature()
-            .params
-            .iter()
-            .filter(|(_, t)| t.as_ref().is_some_and(gradlift_ad::direct::has_reals))
-            .count();
+        let wrt = self.gradient_params(None).len();
         let (value, gradient) = split_gradient(primal, wrt);
         let (_, hvp) = split_gradient(tangent, wrt);
         Ok(HessianVector {
@@ -407,11 +429,14 @@ def {def_name}({}) = {}(({point}. {name}({})), {wrt})
     /// directions.
     /// Kept in `jit`'s compile cache, as [`Function::compile`] is.
     pub fn compile_jvp(&self, jit: &Jit) -> Result<CompiledPair, Error> {
-        jit.cached(&self.key("jvp", &[]), || {
-            let program = gradlift_ad::pipeline::jvp_program(&self.program.checked, self.index)
-                .map_err(|e| self.locate(e))?;
+        let key = self.key("jvp", &[]);
+        jit.cached(&key, || {
+            let compiled = jit.compile_keyed(&key, || {
+                gradlift_ad::pipeline::jvp_program(&self.program.checked, self.index)
+                    .map_err(|e| self.locate(e))
+            })?;
             Ok(CompiledPair {
-                compiled: Arc::new(jit.compile(&program)?),
+                compiled: Arc::new(compiled),
                 values: self.value_params(),
                 caller: self.caller(),
             })
@@ -423,15 +448,18 @@ def {def_name}({}) = {}(({point}. {name}({})), {wrt})
     /// part is (value, gradient), its second (⟨gradient, direction⟩, H·direction).
     /// Kept in `jit`'s compile cache, as [`Function::compile`] is.
     pub fn compile_hvp(&self, jit: &Jit) -> Result<CompiledPair, Error> {
-        jit.cached(&self.key("hvp", &[]), || {
-            let program = gradlift_ad::pipeline::hvp_program(
-                &self.program.checked,
-                self.index,
-                GradOptions::default(),
-            )
-            .map_err(|e| self.locate(e))?;
+        let key = self.key("hvp", &[]);
+        jit.cached(&key, || {
+            let compiled = jit.compile_keyed(&key, || {
+                gradlift_ad::pipeline::hvp_program(
+                    &self.program.checked,
+                    self.index,
+                    GradOptions::default(),
+                )
+                .map_err(|e| self.locate(e))
+            })?;
             Ok(CompiledPair {
-                compiled: Arc::new(jit.compile(&program)?),
+                compiled: Arc::new(compiled),
                 values: self.value_params(),
                 caller: self.caller(),
             })
@@ -893,15 +921,12 @@ impl GradientProgram<'_> {
     /// Kept in `jit`'s compile cache under the key of
     /// [`Function::compile_gradient`].
     pub fn compile(&self, jit: &Jit) -> Result<CompiledGradient, Error> {
-        jit.cached(&self.key, || self.build(jit))
-    }
-
-    /// [`GradientProgram::compile`] without the cache.
-    fn build(&self, jit: &Jit) -> Result<CompiledGradient, Error> {
-        Ok(CompiledGradient {
-            compiled: Arc::new(jit.compile(&self.closed())?),
-            wrt: self.gradient.wrt.len(),
-            caller: self.function.caller(),
+        jit.cached(&self.key, || {
+            Ok(CompiledGradient {
+                compiled: Arc::new(jit.compile_keyed(&self.key, || Ok::<_, Error>(self.closed()))?),
+                wrt: self.gradient.wrt.len(),
+                caller: self.function.caller(),
+            })
         })
     }
 

@@ -19,6 +19,7 @@ from ._gradlift import (  # noqa: F401
     TypeCheckError,
     UnknownFunctionError,
     cache_stats,
+    disk_cache_stats,
 )
 
 
@@ -182,6 +183,7 @@ def compile_file(path, fn=None, wrt=None):
 
 __all__ = [
     "cache_stats",
+    "disk_cache_stats",
     "compile",
     "compile_file",
     "Function",

@@ -51,13 +51,17 @@ create_exception!(
     "The native backend cannot compile the program."
 );
 
-/// The process's compiler, created on first use.
+/// The process's compiler, created on first use; with a disk cache under
+/// `$GRADLIFT_CACHE_DIR` when that is set and not empty.
 fn jit() -> PyResult<&'static Jit> {
     static JIT: OnceLock<Jit> = OnceLock::new();
     if let Some(j) = JIT.get() {
         return Ok(j);
     }
-    let j = Jit::new().map_err(|e| CompileError::new_err(e.to_string()))?;
+    let mut j = Jit::new().map_err(|e| CompileError::new_err(e.to_string()))?;
+    if let Some(dir) = std::env::var_os("GRADLIFT_CACHE_DIR").filter(|d| !d.is_empty()) {
+        j = j.disk_cache(dir);
+    }
     Ok(JIT.get_or_init(|| j))
 }
 
@@ -598,11 +602,29 @@ fn cache_stats() -> PyResult<(u64, u64, usize)> {
     Ok((s.hits, s.misses, s.entries))
 }
 
+/// This process's disk cache (`$GRADLIFT_CACHE_DIR`): a dict of its
+/// `hits`, `misses`, `writes`, `failed_writes` and `damaged` files, or
+/// `None` without one.
+#[pyfunction]
+fn disk_cache_stats() -> PyResult<Option<std::collections::HashMap<&'static str, u64>>> {
+    Ok(jit()?.disk_stats().map(|s| {
+        [
+            ("hits", s.hits),
+            ("misses", s.misses),
+            ("writes", s.writes),
+            ("failed_writes", s.failed_writes),
+            ("damaged", s.damaged),
+        ]
+        .into()
+    }))
+}
+
 #[pymodule]
 fn _gradlift(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(cache_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(disk_cache_stats, m)?)?;
     m.add_class::<Function>()?;
     m.add("Error", py.get_type::<Error>())?;
     m.add("ParseError", py.get_type::<ParseError>())?;

@@ -3,7 +3,11 @@ is installed): values, gradients, Hessian-vector products, argument
 conversion, errors, and calls from several threads."""
 
 import concurrent.futures
+import json
+import os
 import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -176,6 +180,35 @@ def test_compile_file_and_the_cache():
     np.testing.assert_allclose(g, np.exp(x) / np.sum(np.exp(x)), rtol=1e-14)
     again = gradlift.compile_file(path)
     assert again.value_and_grad(x)[0] == v
+
+
+DISK_SCRIPT = """
+import json, numpy as np, gradlift
+f = gradlift.compile_file(%r)
+v, (g,) = f.value_and_grad(np.array([1.0, 2.0, 3.0]))
+print(json.dumps({"value": v.hex(), "grad": [x.hex() for x in g],
+                  "disk": gradlift.disk_cache_stats()}))
+"""
+
+
+def test_a_new_process_loads_the_code_from_the_disk_cache(tmp_path):
+    script = DISK_SCRIPT % str(ROOT / "examples" / "logsumexp.grad")
+    env = dict(os.environ, GRADLIFT_CACHE_DIR=str(tmp_path / "cache"))
+
+    def run():
+        out = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+        )
+        return json.loads(out.stdout)
+
+    first, second = run(), run()
+    # The first process compiles and stores the function and its
+    # gradient, the second loads both.
+    counts = dict(hits=0, misses=0, writes=0, failed_writes=0, damaged=0)
+    assert first["disk"] == dict(counts, misses=2, writes=2)
+    assert second["disk"] == dict(counts, hits=2)
+    assert (first["value"], first["grad"]) == (second["value"], second["grad"])
+    assert len(list((tmp_path / "cache").iterdir())) == 2
 
 
 def test_against_jax_where_installed():

@@ -211,7 +211,7 @@ struct Run {
 }
 
 /// The limits of native code, for every command that runs it.
-#[derive(clap::Args, Debug, Clone, Copy)]
+#[derive(clap::Args, Debug, Clone)]
 pub(crate) struct Limits {
     /// The most workspace native code may allocate for one call: bytes, or
     /// a number with a unit (`512MiB`, `8GiB`, `10GB`). The arrays a
@@ -230,6 +230,16 @@ pub(crate) struct Limits {
     /// calling thread.
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
+    /// Keep the native code compiled in files under DIR, and load it from
+    /// there when the same program is compiled again with the same
+    /// options (by this build of gradlift, for this machine): the second
+    /// run of a command skips differentiation and compilation. A damaged
+    /// file is compiled again. The code in DIR runs: keep it writable by
+    /// you alone. Nothing is evicted; delete DIR to empty it.
+    /// Without it, $GRADLIFT_CACHE_DIR when that is set and not empty
+    /// (but for `bench`, whose compile times would be load times).
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<std::path::PathBuf>,
 }
 
 impl Limits {
@@ -478,16 +488,32 @@ enum Engine {
 }
 
 /// The command line's `Jit`. A command compiles each thing once, and
-/// `bench` times compiles, so it keeps no compile cache.
+/// `bench` times compiles, so it keeps no compile cache in memory; on disk
+/// under `--cache-dir` or `$GRADLIFT_CACHE_DIR`.
 pub(crate) fn jit(limits: &Limits) -> Result<gradlift::Jit, String> {
+    jit_with(limits, true)
+}
+
+/// [`jit`], reading `$GRADLIFT_CACHE_DIR` when `env` (`bench`, which
+/// times compiles, takes a disk cache from its flag alone).
+fn jit_with(limits: &Limits, env: bool) -> Result<gradlift::Jit, String> {
     gradlift::Jit::new()
         .map(|jit| {
             let jit = jit
                 .cache(false)
                 .max_workspace(limits.max_workspace)
                 .max_iterations(limits.max_iterations);
-            match limits.threads {
+            let jit = match limits.threads {
                 Some(n) => jit.threads(n),
+                None => jit,
+            };
+            let from_env = || {
+                std::env::var_os("GRADLIFT_CACHE_DIR")
+                    .filter(|d| env && !d.is_empty())
+                    .map(std::path::PathBuf::from)
+            };
+            match limits.cache_dir.clone().or_else(from_env) {
+                Some(dir) => jit.disk_cache(dir),
                 None => jit,
             }
         })
@@ -712,24 +738,36 @@ fn grad(a: GradArgs) -> Result<(), String> {
     let wrt: Option<Vec<Name>> = a
         .wrt
         .map(|w| w.iter().map(|n| Name::from(n.trim())).collect());
-    let program = function
-        .gradient(
-            wrt.as_deref(),
-            with_checkpoint(a.via, false, true, a.checkpoint.checkpoint.0),
-        )
-        .map_err(explain)?;
-    if a.time_passes {
+    let options = with_checkpoint(a.via, false, true, a.checkpoint.checkpoint.0);
+    // Differentiated here when its passes are printed or it is
+    // interpreted; else by the compile, which a disk cache may skip.
+    let differentiated = match a.time_passes || matches!(a.run.engine, Engine::Interp) {
+        true => Some(
+            function
+                .gradient(wrt.as_deref(), options)
+                .map_err(explain)?,
+        ),
+        false => None,
+    };
+    if let Some(program) = differentiated.as_ref().filter(|_| a.time_passes) {
         print_times(program.times(), program.simplifier());
     }
-    let interp = || program.eval_with(&values, a.run.limits.interp());
+    let interp = || match &differentiated {
+        Some(program) => program.eval_with(&values, a.run.limits.interp()),
+        None => function
+            .gradient(wrt.as_deref(), options)?
+            .eval_with(&values, a.run.limits.interp()),
+    };
     let (value, grads) = match a.run.engine {
         Engine::Interp => interp(),
-        Engine::Jit => native(
-            program
-                .compile(&jit(&a.run.limits)?)
-                .map(|g| g.call(&values)),
-            interp,
-        ),
+        Engine::Jit => {
+            let jit = jit(&a.run.limits)?;
+            let compiled = match &differentiated {
+                Some(program) => program.compile(&jit),
+                None => function.compile_gradient(&jit, wrt.as_deref(), options),
+            };
+            native(compiled.map(|g| g.call(&values)), interp)
+        }
     }
     .map_err(|e| {
         // The gradient program is generated: where the function itself
@@ -743,7 +781,7 @@ fn grad(a: GradArgs) -> Result<(), String> {
         }
         explain(e)
     })?;
-    let names: Vec<&str> = program.wrt().collect();
+    let names = function.gradient_params(wrt.as_deref());
     if a.run.json {
         let gradient: serde_json::Map<String, serde_json::Value> = names
             .iter()
@@ -782,6 +820,7 @@ fn emit(a: EmitArgs) -> Result<(), String> {
             max_workspace: gradlift::jit::DEFAULT_MAX_WORKSPACE,
             max_iterations: gradlift::lang::interp::DEFAULT_MAX_ITERATIONS,
             threads: None,
+            cache_dir: None,
         }),
     };
     let gradient = || {
@@ -1200,7 +1239,7 @@ fn bench(a: BenchArgs) -> Result<(), String> {
             None
         }
     };
-    let jit = jit(&a.limits)?;
+    let jit = jit_with(&a.limits, false)?;
     let schedule = a.checkpoint.checkpoint.0;
     let wrt: Option<Vec<Name>> = a
         .wrt

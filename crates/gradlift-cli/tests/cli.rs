@@ -1016,3 +1016,40 @@ fn jacobian_errors_say_what_to_do() {
     let out = gradlift(&["jacobian", text(&file), "--at", "x=1"]);
     assert!(failure(&out, "error: ").contains("returning `R` or `[R; m]`"));
 }
+
+#[test]
+fn a_cache_directory_serves_the_next_run_the_same_gradient() {
+    let dir = missing_path("cache");
+    let dir_arg = dir.to_str().unwrap();
+    let args = [
+        "grad",
+        ODE,
+        "--at",
+        "x=[1, 0.5, -0.25], s=3",
+        "--json",
+        "--cache-dir",
+        dir_arg,
+    ];
+    let first = gradlift(&args);
+    assert!(first.status.success(), "{first:?}");
+    let files = || std::fs::read_dir(&dir).unwrap().count();
+    assert_eq!(files(), 1, "the gradient is stored");
+    let second = gradlift(&args);
+    assert!(second.status.success(), "{second:?}");
+    assert_eq!(first.stdout, second.stdout);
+    assert_eq!(files(), 1, "and loaded, not stored again");
+    // The environment variable names the same directory.
+    let third = Command::new(env!("CARGO_BIN_EXE_gradlift"))
+        .args(&args[..5])
+        .env("GRADLIFT_CACHE_DIR", &dir)
+        .output()
+        .unwrap();
+    assert_eq!(third.stdout, first.stdout);
+    assert_eq!(files(), 1);
+    // A directory that cannot be made is no error: the code is compiled.
+    let blocked = temp_file("not-a-directory", "");
+    let fourth = gradlift(&[&args[..5], &["--cache-dir", blocked.to_str().unwrap()]].concat());
+    assert!(fourth.status.success(), "{fourth:?}");
+    assert_eq!(fourth.stdout, first.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -43,6 +43,23 @@ pub struct CacheStats {
     pub entries: usize,
 }
 
+/// How a disk cache ([`crate::Jit::disk_cache`]) has been used.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DiskStats {
+    /// Functions loaded from the directory.
+    pub hits: u64,
+    /// Functions compiled because no usable entry was there.
+    pub misses: u64,
+    /// Entries written.
+    pub writes: u64,
+    /// Entries that could not be written (the directory refused them, or
+    /// the code holds a relocation the format does not store).
+    pub failed_writes: u64,
+    /// Entries found but not used: damaged, or naming what this process
+    /// does not provide (each is compiled again and overwritten).
+    pub damaged: u64,
+}
+
 impl Cache {
     /// An empty cache; `on` false keeps nothing.
     pub fn new(on: bool) -> Cache {

@@ -6,7 +6,7 @@
 
 use crate::abi::{RawFn, Status};
 use crate::annotate::Labels;
-use crate::cache::{Cache, CacheStats};
+use crate::cache::{Cache, CacheStats, DiskStats};
 use crate::layout::{flat_len, flatten_into};
 use crate::lower::lower_function;
 use crate::prims::{exp_table_bytes, prims_used, reads_exp_table, EXP_TABLE_SYMBOL};
@@ -129,8 +129,8 @@ struct ModuleKernels<'m, M: Module> {
     used: std::collections::BTreeSet<gradlift_lang::Prim>,
     verify: bool,
     flags: settings::Flags,
-    /// How many kernels are defined so far.
-    defined: u32,
+    /// The kernels defined so far, with their code.
+    defined: Vec<crate::disk::Defined>,
 }
 
 impl<M: Module> crate::split::KernelSink for ModuleKernels<'_, M> {
@@ -143,12 +143,11 @@ impl<M: Module> crate::split::KernelSink for ModuleKernels<'_, M> {
             cranelift_codegen::ir::Value,
         ) -> Result<cranelift_codegen::ir::Value, JitError>,
     ) -> Result<cranelift_codegen::ir::FuncRef, JitError> {
-        self.defined += 1;
         let mut ctx = self.module.make_context();
         ctx.func.signature.params.push(AbiParam::new(types::I64));
         ctx.func.signature.params.push(AbiParam::new(types::I64));
         ctx.func.signature.returns.push(AbiParam::new(types::F64));
-        ctx.func.name = UserFuncName::user(1, self.defined);
+        ctx.func.name = UserFuncName::user(1, self.defined.len() as u32 + 1);
         let sig = ctx.func.signature.clone();
         let mut fctx = FunctionBuilderContext::new();
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
@@ -169,9 +168,8 @@ impl<M: Module> crate::split::KernelSink for ModuleKernels<'_, M> {
             .module
             .declare_anonymous_function(&sig)
             .map_err(|e| JitError::Codegen(e.to_string()))?;
-        self.module
-            .define_function(id, &mut ctx)
-            .map_err(|e| JitError::Codegen(format!("{e:?}")))?;
+        let defined = crate::disk::define(self.module, id, &mut ctx)?;
+        self.defined.push(defined);
         self.module.clear_context(&mut ctx);
         Ok(self.module.declare_func_in_func(id, parent))
     }
@@ -189,6 +187,24 @@ pub struct Jit {
     threads: usize,
     pool: std::sync::OnceLock<Arc<Pool>>,
     cache: Cache,
+    disk: Option<Disk>,
+}
+
+/// The directory of a `Jit`'s disk cache (`disk.rs`), with counts of how
+/// it has been used.
+struct Disk {
+    dir: std::path::PathBuf,
+    hits: std::sync::atomic::AtomicU64,
+    misses: std::sync::atomic::AtomicU64,
+    writes: std::sync::atomic::AtomicU64,
+    failed_writes: std::sync::atomic::AtomicU64,
+    damaged: std::sync::atomic::AtomicU64,
+}
+
+impl Disk {
+    fn count(&self, counter: &std::sync::atomic::AtomicU64) {
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// The thread pool of a `Jit`, and a word holding its address: the code
@@ -245,6 +261,7 @@ impl Jit {
             threads: default_threads(),
             pool: Default::default(),
             cache: Cache::new(true),
+            disk: None,
         })
     }
 
@@ -271,6 +288,7 @@ impl Jit {
             threads: default_threads(),
             pool: Default::default(),
             cache: Cache::new(true),
+            disk: None,
         })
     }
 
@@ -351,6 +369,41 @@ impl Jit {
         self.cache.stats()
     }
 
+    /// Keeps the native code of [`Jit::compile_keyed`] in files under
+    /// `dir` (created when first written) as well, so that another
+    /// process, or this one after [`Jit::clear_cache`], loads it instead
+    /// of compiling it. An entry is used only when everything its code
+    /// depends on is the same: the key, the build of gradlift, the
+    /// target and this `Jit`'s settings; a damaged or foreign file is
+    /// compiled again and overwritten. The code in `dir` runs in this
+    /// process: keep it writable only by those who run it. Nothing is
+    /// evicted; delete the directory to empty it.
+    pub fn disk_cache(mut self, dir: impl Into<std::path::PathBuf>) -> Jit {
+        let zero = || std::sync::atomic::AtomicU64::new(0);
+        self.disk = Some(Disk {
+            dir: dir.into(),
+            hits: zero(),
+            misses: zero(),
+            writes: zero(),
+            failed_writes: zero(),
+            damaged: zero(),
+        });
+        self
+    }
+
+    /// How the disk cache has been used, if there is one.
+    pub fn disk_stats(&self) -> Option<DiskStats> {
+        let d = self.disk.as_ref()?;
+        let get = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+        Some(DiskStats {
+            hits: get(&d.hits),
+            misses: get(&d.misses),
+            writes: get(&d.writes),
+            failed_writes: get(&d.failed_writes),
+            damaged: get(&d.damaged),
+        })
+    }
+
     /// Drops everything the compile cache holds (code still used by a
     /// caller lives on with that caller).
     pub fn clear_cache(&self) {
@@ -405,7 +458,8 @@ impl Jit {
     /// instructions comes from as a `;` comment above it.
     pub fn clif(&self, closed: &Closed) -> Result<String, JitError> {
         let mut module = self.object_module()?;
-        let (ctx, labels, _) = self.lower(&mut module, closed, true, true, Some(false))?;
+        let Lowering { ctx, labels, .. } =
+            self.lower(&mut module, closed, true, true, Some(false))?;
         let labels = labels.unwrap_or_default();
         Ok(format!(
             "; {}: {}\n{}",
@@ -419,7 +473,7 @@ impl Jit {
     /// register allocation (its own printer of the instructions it emits).
     pub fn asm(&self, closed: &Closed) -> Result<String, JitError> {
         let mut module = self.object_module()?;
-        let (mut ctx, _, _) = self.lower(&mut module, closed, false, true, Some(false))?;
+        let Lowering { mut ctx, .. } = self.lower(&mut module, closed, false, true, Some(false))?;
         ctx.set_disasm(true);
         let code = ctx
             .compile(&*self.isa, &mut Default::default())
@@ -442,7 +496,8 @@ impl Jit {
         let mut module = self.object_module()?;
         define_exp_data(&mut module)?;
         for closed in functions {
-            let (mut ctx, _, bound) = self.lower(&mut module, closed, false, true, None)?;
+            let Lowering { mut ctx, bound, .. } =
+                self.lower(&mut module, closed, false, true, None)?;
             let id = module
                 .declare_function(&closed.name, Linkage::Export, &ctx.func.signature)
                 .map_err(|e| JitError::Codegen(e.to_string()))?;
@@ -509,26 +564,13 @@ impl Jit {
         Ok(ObjectModule::new(builder))
     }
 
-    /// A module for code of this process, whose imports are the shims,
-    /// the runtime, the table of `exp` and, with `pool`, the word holding
-    /// the pool's address.
+    /// A module for code of this process, whose imports are
+    /// [`symbols`]`(pool)`.
     fn module(&self, pool: Option<&Pool>) -> JITModule {
         let mut builder = JITBuilder::with_isa(self.isa.clone(), default_libcall_names());
-        if let Some(pool) = pool {
-            builder.symbol(POOL_SYMBOL, &pool.address as *const usize as *const u8);
+        for (name, address) in symbols(pool) {
+            builder.symbol(name, address);
         }
-        for p in gradlift_lang::Prim::ALL {
-            if let gradlift_lang::prim::Lowering::Call { shim, symbol, .. } = p.info().lowering {
-                builder.symbol(symbol, shim.address());
-            }
-        }
-        for (name, ptr) in crate::runtime::RUNTIME {
-            builder.symbol(name, ptr);
-        }
-        builder.symbol(
-            EXP_TABLE_SYMBOL,
-            gradlift_lang::exp::DATA.as_ptr() as *const u8,
-        );
         JITModule::new(builder)
     }
 
@@ -544,14 +586,10 @@ impl Jit {
         labels: bool,
         c_names: bool,
         runtime: Option<bool>,
-    ) -> Result<(Context, Option<Labels>, WorkspaceBound), JitError> {
+    ) -> Result<Lowering, JitError> {
         let closed = &crate::eta::expand(closed);
         let mut ctx = module.make_context();
-        let ptr = types::I64;
-        for _ in 0..6 {
-            ctx.func.signature.params.push(AbiParam::new(ptr));
-        }
-        ctx.func.signature.returns.push(AbiParam::new(ptr));
+        ctx.func.signature = entry_signature(module);
         ctx.func.name = UserFuncName::user(0, 0);
         let mut fctx = FunctionBuilderContext::new();
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
@@ -587,7 +625,7 @@ impl Jit {
             used,
             verify: self.verify,
             flags: self.isa.flags().clone(),
-            defined: 0,
+            defined: Vec::new(),
         };
         let kernels: Option<&mut dyn crate::split::KernelSink> =
             match pool.is_some() && self.threads > 1 {
@@ -604,7 +642,7 @@ impl Jit {
             self.max_iterations,
             kernels,
         )?;
-        let module = sink.module;
+        let (module, kernels) = (sink.module, sink.defined);
         b.finalize(module.target_config());
         lowered.elide(&mut ctx.func);
         let crate::lower::Lowered { labels, bound, .. } = lowered;
@@ -612,11 +650,26 @@ impl Jit {
             cranelift_codegen::verify_function(&ctx.func, self.isa.flags())
                 .map_err(|e| JitError::Verifier(e.to_string()))?;
         }
-        Ok((ctx, labels, bound))
+        Ok(Lowering {
+            ctx,
+            labels,
+            bound,
+            kernels,
+        })
     }
 
     /// Compiles `closed` to native code.
     pub fn compile(&self, closed: &Closed) -> Result<Compiled, JitError> {
+        Ok(self.compile_entry(closed, None)?.0)
+    }
+
+    /// Compiles `closed` to native code, and with `key`, the entry of the
+    /// disk cache holding that code (`None` when it cannot be stored).
+    fn compile_entry(
+        &self,
+        closed: &Closed,
+        key: Option<String>,
+    ) -> Result<(Compiled, Option<crate::disk::Entry>), JitError> {
         if !self.host {
             return Err(JitError::Codegen(format!(
                 "code for `{}` cannot run in this process: write an object file instead",
@@ -630,15 +683,48 @@ impl Jit {
             false => None,
         };
         let mut module = self.module(pool.as_deref());
-        let (mut ctx, _, bound) =
-            self.lower(&mut module, closed, false, false, Some(pool.is_some()))?;
+        let Lowering {
+            mut ctx,
+            bound,
+            mut kernels,
+            ..
+        } = self.lower(&mut module, closed, false, false, Some(pool.is_some()))?;
         let id = module
             .declare_function(&closed.name, Linkage::Export, &ctx.func.signature)
             .map_err(|e| JitError::Codegen(e.to_string()))?;
-        module
-            .define_function(id, &mut ctx)
-            .map_err(|e| JitError::Codegen(format!("{e:?}")))?;
+        kernels.push(crate::disk::define(&mut module, id, &mut ctx)?);
         module.clear_context(&mut ctx);
+        let sig = Signature {
+            params: closed.params.clone(),
+            ret: closed.ret.clone(),
+            size_vars: closed.size_vars.clone(),
+        };
+        let entry = key.and_then(|key| {
+            crate::disk::Entry::new(
+                key,
+                &closed.name,
+                &sig,
+                &bound,
+                pool.is_some(),
+                module.declarations(),
+                &kernels,
+            )
+        });
+        let compiled = self.finish(module, id, sig, closed.name.to_string(), bound, pool)?;
+        Ok((compiled, entry))
+    }
+
+    /// The compiled function of `module`'s entry point `id`, once its
+    /// relocations are applied.
+    fn finish(
+        &self,
+        mut module: JITModule,
+        id: cranelift_module::FuncId,
+        sig: Signature,
+        name: String,
+        bound: WorkspaceBound,
+        pool: Option<Arc<Pool>>,
+    ) -> Result<Compiled, JitError> {
         module
             .finalize_definitions()
             .map_err(|e| JitError::Codegen(e.to_string()))?;
@@ -648,18 +734,130 @@ impl Jit {
         Ok(Compiled {
             _module: Arc::new(CodeOwner(Mutex::new(Some(module)))),
             raw,
-            sig: Signature {
-                params: closed.params.clone(),
-                ret: closed.ret.clone(),
-                size_vars: closed.size_vars.clone(),
-            },
-            name: closed.name.to_string(),
+            sig,
+            name,
             bound,
             max_workspace: self.max_workspace,
             pool: Mutex::new(Vec::new()),
             _threads: pool,
         })
     }
+
+    /// Compiles the function `closed()` builds, through the disk cache
+    /// when there is one ([`Jit::disk_cache`]): the code stored under
+    /// `key` if it is there (and `closed` is not called), or else the
+    /// code compiled now, stored under `key`. `key` names everything
+    /// `closed()` depends on (the program's text, what is derived from it
+    /// and how); the cache adds the build of gradlift and this `Jit`'s
+    /// settings. Without a disk cache, `self.compile(&closed()?)`.
+    pub fn compile_keyed<E: From<JitError>>(
+        &self,
+        key: &str,
+        closed: impl FnOnce() -> Result<Closed, E>,
+    ) -> Result<Compiled, E> {
+        let Some(disk) = &self.disk else {
+            return Ok(self.compile(&closed()?)?);
+        };
+        let key = self.disk_key(key);
+        match crate::disk::load(&disk.dir, &key) {
+            crate::disk::Lookup::Found(entry) => {
+                if let Some(compiled) = self.load(&entry) {
+                    disk.count(&disk.hits);
+                    return Ok(compiled);
+                }
+                disk.count(&disk.damaged);
+            }
+            crate::disk::Lookup::Damaged => disk.count(&disk.damaged),
+            crate::disk::Lookup::Missing => {}
+        }
+        disk.count(&disk.misses);
+        let (compiled, entry) = self.compile_entry(&closed()?, Some(key))?;
+        match entry {
+            Some(entry) => match crate::disk::store(&disk.dir, &entry) {
+                Ok(()) => disk.count(&disk.writes),
+                Err(_) => disk.count(&disk.failed_writes),
+            },
+            None => disk.count(&disk.failed_writes),
+        }
+        Ok(compiled)
+    }
+
+    /// The compiled function of a stored entry, or `None` if this process
+    /// cannot define it.
+    fn load(&self, entry: &crate::disk::Entry) -> Option<Compiled> {
+        let pool = match entry.pool {
+            true => Some(self.pool().ok()?),
+            false => None,
+        };
+        let mut module = self.module(pool.as_deref());
+        let names: Vec<&str> = symbols(pool.as_deref()).iter().map(|s| s.0).collect();
+        let id = entry.define(&mut module, &names)?;
+        self.finish(
+            module,
+            id,
+            entry.sig.clone(),
+            entry.name.clone(),
+            entry.bound.clone(),
+            pool,
+        )
+        .ok()
+    }
+
+    /// The key of the disk cache for the caller's `key`: with the build
+    /// of gradlift and every setting of this `Jit` that changes the code.
+    fn disk_key(&self, key: &str) -> String {
+        let isa_flags: Vec<String> = self.isa.isa_flags().iter().map(|v| v.to_string()).collect();
+        format!(
+            "build {}\ntarget {}\nflags {}\nisa {}\nsplits {}\niterations {}\n{}",
+            crate::disk::BUILD_ID,
+            self.triple(),
+            self.isa.flags(),
+            isa_flags.join(" "),
+            self.threads > 1,
+            self.max_iterations,
+            key
+        )
+    }
+}
+
+/// A function lowered into a context of its module: its labels (when
+/// asked for), its workspace bound, and the kernels of its split loops,
+/// already defined in the module.
+struct Lowering {
+    ctx: Context,
+    labels: Option<Labels>,
+    bound: WorkspaceBound,
+    kernels: Vec<crate::disk::Defined>,
+}
+
+/// The symbols the code of this process imports, with their addresses:
+/// the shims, the runtime, the table of `exp` and, with `pool`, the word
+/// holding the pool's address.
+fn symbols(pool: Option<&Pool>) -> Vec<(&'static str, *const u8)> {
+    let mut symbols = Vec::new();
+    if let Some(pool) = pool {
+        symbols.push((POOL_SYMBOL, &pool.address as *const usize as *const u8));
+    }
+    for p in gradlift_lang::Prim::ALL {
+        if let gradlift_lang::prim::Lowering::Call { shim, symbol, .. } = p.info().lowering {
+            symbols.push((symbol, shim.address()));
+        }
+    }
+    symbols.extend(crate::runtime::RUNTIME);
+    symbols.push((
+        EXP_TABLE_SYMBOL,
+        gradlift_lang::exp::DATA.as_ptr() as *const u8,
+    ));
+    symbols
+}
+
+/// The signature of a compiled function's entry point (`abi.rs`): six
+/// words in, a status out.
+pub(crate) fn entry_signature<M: Module>(module: &M) -> cranelift_codegen::ir::Signature {
+    let mut sig = module.make_signature();
+    sig.params.extend((0..6).map(|_| AbiParam::new(types::I64)));
+    sig.returns.push(AbiParam::new(types::I64));
+    sig
 }
 
 /// Defines the data object the code of `exp` and `tanh` reads in an object

@@ -23,6 +23,7 @@ mod bind;
 pub mod cache;
 mod carried;
 mod checkpoint;
+mod disk;
 mod eta;
 mod guard;
 mod horizontal;
@@ -39,7 +40,7 @@ mod values;
 mod workspace;
 
 pub use abi::{RawFn, Status};
-pub use cache::CacheStats;
+pub use cache::{CacheStats, DiskStats};
 pub use jit::{Compiled, Jit, DEFAULT_MAX_WORKSPACE};
 pub use runtime::split_calls;
 pub use typed::Arg;
