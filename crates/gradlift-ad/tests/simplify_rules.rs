@@ -96,6 +96,20 @@ fn equal_branches_merge() {
     );
 }
 
+#[test]
+fn branches_the_same_but_for_dead_bindings_are_one_in_one_round() {
+    // Partial evaluation binds `a` before its only reader, a component
+    // of a tuple no one reads, folds away: the branch's block keeps a
+    // binding its result does not read, which must not hide that both
+    // branches are 1.
+    let e = term("if x < y then (let a = x + y in (a, 1.0).1) else (let b = x * y in (b, 1.0).1)");
+    let (out, report) =
+        gradlift_ad::simplify::run(&e, &Options::default(), &[], None, None).unwrap();
+    assert_eq!(out.to_string(), "1.0");
+    assert_eq!(report.rounds, 1, "{report:?}");
+    assert!(report.stats.count(Rule::IfSame) >= 1);
+}
+
 // ---- η and the array rules
 
 #[test]

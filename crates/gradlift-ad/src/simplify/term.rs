@@ -90,6 +90,39 @@ pub(super) fn split_lets(mut e: Expr) -> (Vec<Binding>, Expr) {
     (bindings, e)
 }
 
+/// The result of a chain of `let`s: its innermost body.
+pub(super) fn result(mut e: &Expr) -> &Expr {
+    while let ExprKind::Let { body, .. } = &e.kind {
+        e = body;
+    }
+    e
+}
+
+/// The `let` chain `e` without the bindings that neither its result nor
+/// a binding kept reads (the dead-let rule, on one chain). Conservative
+/// where names are reused: a binding is dropped only if none of its names
+/// occurs after it at all.
+pub(super) fn live_only(e: Expr) -> Expr {
+    let (bindings, body) = split_lets(e);
+    let mut read = Vec::new();
+    names_in(&body, &mut read);
+    let mut read: crate::simplify::names::FxSet<Name> = read.into_iter().collect();
+    let mut kept = Vec::with_capacity(bindings.len());
+    let mut bound = Vec::new();
+    for b in bindings.into_iter().rev() {
+        bound.clear();
+        b.pat.names(&mut bound);
+        if bound.iter().any(|x| read.contains(x)) {
+            let mut names = Vec::new();
+            names_in(&b.value, &mut names);
+            read.extend(names);
+            kept.push(b);
+        }
+    }
+    kept.reverse();
+    wrap(kept, body)
+}
+
 /// Rebuilds an owned node with `f` applied to each child (binders kept).
 /// `let` chains should be taken apart with [`split_lets`] first; a `let`
 /// met here is treated as one node.

@@ -2,7 +2,8 @@
 //! constants and connectives with a known operand are decided
 //! (`cond-fold`); an `if` whose condition is unknown gets a block per
 //! branch, and becomes its branch when both branches are the same term up
-//! to the names of their binders (`if-same`). A known condition is taken by
+//! to the names of their binders, once the bindings no later one or the
+//! result reads are left out (`if-same`). A known condition is taken by
 //! the evaluator itself, in tail position (`if-known`).
 
 use super::{code, ill_typed, val_of, Pe, Res, Val};
@@ -86,8 +87,18 @@ impl Pe<'_> {
 
     /// `if c then t else f` with `c` unknown: each branch a block of its own.
     pub(super) fn branch(&mut self, c: Expr, t: &Expr, f: &Expr, span: Span) -> Res<Val> {
-        let then = self.block_of(t)?;
-        let other = self.block_of(f)?;
+        let mut then = self.block_of(t)?;
+        let mut other = self.block_of(f)?;
+        // A block holds what partial evaluation bound while building it,
+        // some of which its result no longer reads (a sum whose only
+        // reader folded away): those hide branches that are the same.
+        // Looked for only where the results already agree.
+        if !Alpha::new(false).eq(&then, &other)
+            && Alpha::new(false).eq(result(&then), result(&other))
+        {
+            then = live_only(then);
+            other = live_only(other);
+        }
         if Alpha::new(false).eq(&then, &other) {
             self.stats.fire(Rule::IfSame);
             let (bindings, body) = split_lets(then);
