@@ -27,7 +27,9 @@
 //! transposes a matrix product reads put in its operands, where the kernel
 //! reads them in place) and, but in the last round, `fold-merge` (the folds
 //! of a block over one array merged, for the next round's CSE to share
-//! their steps). Afterwards
+//! their steps). The passes from `reuse` on rewrite array operations and
+//! matrix products only: a round whose term has neither ([`Features`], one
+//! walk at its start) skips them. Afterwards
 //! [`is_first_order`] checks Lemma 5.3. The pipeline verifies the term
 //! after every pass in debug builds ([`Check`]).
 //!
@@ -166,6 +168,44 @@ struct Round<'a> {
     demanded: bool,
     /// Not the last round: `merge` and `split` run.
     splitting: bool,
+    /// What the round's input holds.
+    features: Features,
+}
+
+/// The kinds of construct a term holds that some passes rewrite and
+/// nothing else makes: a pass that rewrites only array operations skips a
+/// term without any, and one that rewrites only matrix products a term
+/// without a product. No pass introduces either kind into a term without
+/// it (they rewrite loops and products that are there), so what a round's
+/// input lacks, every pass of the round may assume is lacking.
+#[derive(Clone, Copy, Debug, Default)]
+struct Features {
+    /// A `map`, `map2`, `reduce`, fold or scan.
+    loops: bool,
+    /// A `matmul` or a `transpose`.
+    products: bool,
+}
+
+impl Features {
+    /// One walk of `e` (with a stack of its own: a chain of a million
+    /// `let`s is a million levels deep), stopping when both are found.
+    fn of(e: &Expr) -> Features {
+        use gradlift_lang::syntax::{Builtin, ExprKind};
+        let mut found = Features::default();
+        let mut stack = vec![e];
+        while let Some(e) = stack.pop() {
+            match &e.kind {
+                ExprKind::ArrayOp(..) => found.loops = true,
+                ExprKind::Builtin(Builtin::MatMul | Builtin::Transpose, _) => found.products = true,
+                _ => {}
+            }
+            if found.loops && found.products {
+                break;
+            }
+            term::for_each_child(e, &mut |c| stack.push(c));
+        }
+        found
+    }
 }
 
 /// Every pass of a round, in order.
@@ -258,7 +298,7 @@ pub const PASSES: &[Pass] = &[
             r.exposed |= reused;
             Ok(term)
         },
-        when: |_| true,
+        when: |r| r.features.loops,
     },
     Pass {
         name: "merge",
@@ -269,7 +309,7 @@ pub const PASSES: &[Pass] = &[
             r.exposed |= merged;
             Ok(term)
         },
-        when: |r| r.splitting,
+        when: |r| r.splitting && r.features.loops,
     },
     Pass {
         name: "split",
@@ -280,7 +320,7 @@ pub const PASSES: &[Pass] = &[
             r.exposed |= split;
             Ok(term)
         },
-        when: |r| r.splitting,
+        when: |r| r.splitting && r.features.loops,
     },
     Pass {
         name: "products",
@@ -291,7 +331,7 @@ pub const PASSES: &[Pass] = &[
             r.exposed |= changed;
             Ok(term)
         },
-        when: |_| true,
+        when: |r| r.features.products,
     },
     Pass {
         name: "fold-merge",
@@ -302,7 +342,7 @@ pub const PASSES: &[Pass] = &[
             r.exposed |= merged;
             Ok(term)
         },
-        when: |r| r.splitting,
+        when: |r| r.splitting && r.features.loops,
     },
 ];
 
@@ -415,6 +455,7 @@ pub fn run(
             // Map splitting copies lambdas, whose names the next round's
             // partial evaluation makes fresh: not in the last round.
             splitting: k + 1 < MAX_ROUNDS,
+            features: Features::of(&term),
         };
         for (i, pass) in PASSES.iter().enumerate() {
             if !(pass.when)(&round) {
