@@ -48,37 +48,6 @@ fn chains_with_values_live_far_away() {
     }
 }
 
-#[test]
-fn functions_above_the_large_size_get_the_single_pass_allocator_and_the_same_bits() {
-    // Every function of these is over 50 instructions: compiled with the
-    // single-pass register allocator (`Jit::large_function`), and with the
-    // backtracking one, and interpreted.
-    let b = Value::reals(&[0.25, -1.5, 2.0]);
-    let cases = [
-        (live_chain(400, 3), vec![Value::Real(0.7)]),
-        (live_chain(150, 4), vec![Value::Real(0.7)]),
-        (mixed(300), vec![Value::Real(0.9), b]),
-    ];
-    // The printed machine code is the allocator's that runs: another.
-    let closed = Program::parse("chain.grad", &cases[0].0)
-        .unwrap()
-        .last_function()
-        .unwrap()
-        .closed()
-        .unwrap();
-    let asm = |jit: Jit| jit.asm(&closed).unwrap();
-    assert_ne!(
-        asm(Jit::new().unwrap().large_function(50)),
-        asm(Jit::new().unwrap().large_function(usize::MAX))
-    );
-    for (text, args) in &cases {
-        for threads in [1, 2] {
-            let jit = Jit::new().unwrap().threads(threads);
-            check_on(&jit.large_function(50), text, args);
-        }
-    }
-}
-
 /// A chain of `n` bindings that binds an integer and a boolean at its
 /// start and reads them, and its parameters, at its end.
 fn mixed(n: usize) -> String {

@@ -61,17 +61,15 @@ pub(crate) struct Defined {
     pub relocs: Vec<ModuleReloc>,
 }
 
-/// Compiles the function in `ctx` for the ISA `isas` gives it and defines
-/// it in `module` as `id`, keeping its code and relocations. The same as
-/// `module.define_function` (which compiles, then defines the bytes), with
-/// the bytes kept.
+/// Compiles the function in `ctx` and defines it in `module` as `id`,
+/// keeping its code and relocations. The same as `module.define_function`
+/// (which compiles, then defines the bytes), with the bytes kept.
 pub(crate) fn define<M: Module>(
     module: &mut M,
     id: FuncId,
     ctx: &mut Context,
-    isas: &crate::jit::Isas<'_>,
 ) -> Result<Defined, JitError> {
-    ctx.compile(isas.of(&ctx.func), &mut Default::default())
+    ctx.compile(module.isa(), &mut Default::default())
         .map_err(|e| JitError::Codegen(format!("{:?}", e.inner)))?;
     let code = ctx.compiled_code().expect("compiled just now");
     let align = u64::from(code.buffer.alignment);

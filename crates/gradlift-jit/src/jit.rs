@@ -125,7 +125,6 @@ fn declare_imports<M: Module>(
 /// (`split.rs`).
 struct ModuleKernels<'m, M: Module> {
     module: &'m mut M,
-    isas: Isas<'m>,
     /// The primitives of the whole function, imported into each kernel.
     used: std::collections::BTreeSet<gradlift_lang::Prim>,
     verify: bool,
@@ -169,7 +168,7 @@ impl<M: Module> crate::split::KernelSink for ModuleKernels<'_, M> {
             .module
             .declare_anonymous_function(&sig)
             .map_err(|e| JitError::Codegen(e.to_string()))?;
-        let defined = crate::disk::define(self.module, id, &mut ctx, &self.isas)?;
+        let defined = crate::disk::define(self.module, id, &mut ctx)?;
         self.defined.push(defined);
         self.module.clear_context(&mut ctx);
         Ok(self.module.declare_func_in_func(id, parent))
@@ -181,10 +180,6 @@ impl<M: Module> crate::split::KernelSink for ModuleKernels<'_, M> {
 /// object files only).
 pub struct Jit {
     isa: OwnedTargetIsa,
-    /// `isa` with Cranelift's single-pass register allocator, for the
-    /// functions larger than `large_function` (`Isas`).
-    fast_isa: OwnedTargetIsa,
-    large_function: usize,
     verify: bool,
     host: bool,
     max_workspace: u64,
@@ -227,45 +222,6 @@ pub(crate) struct Pool {
 /// The symbol of the word holding the address of the thread pool.
 pub(crate) const POOL_SYMBOL: &str = "gradlift_pool";
 
-/// The setting of the ISA that compiles the functions larger than
-/// [`Jit::large_function`].
-const FAST_REGALLOC: (&str, &str) = ("regalloc_algorithm", "single_pass");
-
-/// The size, in Cranelift instructions, above which a function's
-/// registers are allocated by Cranelift's single-pass allocator rather
-/// than its backtracking one, unless [`Jit::large_function`] says
-/// otherwise: 50,000, thirteen times the largest gradient of the shipped
-/// examples (about 3,700). Measured (docs/benchmarks.md, "The register
-/// allocator by function size"): the backtracking allocator spends 4–6 µs
-/// per instruction on such functions — a 160,000-instruction gradient
-/// (the 10,000-binding chain) 0.9 s, the 100,000-binding chain's 3.7 s
-/// more than the single-pass one — and they are long straight-line
-/// programs, where the slower code the single-pass allocator makes costs
-/// microseconds a call.
-pub const LARGE_FUNCTION: usize = 50_000;
-
-/// The ISAs a function may be compiled for: `normal`, or `fast` (the
-/// single-pass register allocator) for functions of more than `above`
-/// instructions. The one decision of which allocator a function gets.
-pub(crate) struct Isas<'a> {
-    normal: &'a dyn cranelift_codegen::isa::TargetIsa,
-    fast: &'a dyn cranelift_codegen::isa::TargetIsa,
-    above: usize,
-}
-
-impl Isas<'_> {
-    /// The ISA that compiles `func`.
-    pub fn of(
-        &self,
-        func: &cranelift_codegen::ir::Function,
-    ) -> &dyn cranelift_codegen::isa::TargetIsa {
-        match func.dfg.num_insts() > self.above {
-            true => self.fast,
-            false => self.normal,
-        }
-    }
-}
-
 /// Cranelift's settings for every target: `opt_level=speed`, its own
 /// verifier between passes in debug builds only (it took 10–25% of the
 /// compile time of large gradients), then `extra`.
@@ -291,17 +247,13 @@ impl Jit {
     /// A compiler for the host ISA at `opt_level=speed`. The Cranelift
     /// verifier runs on every function in debug builds.
     pub fn new() -> Result<Jit, JitError> {
-        let host = [("is_pic", "false"), ("use_colocated_libcalls", "false")];
-        let builder = cranelift_native::builder().map_err(|e| JitError::Codegen(e.to_string()))?;
-        let finish = |extra: &[(&str, &str)]| {
-            builder
-                .finish(flags(&[&host[..], extra].concat())?)
-                .map_err(|e| JitError::Codegen(e.to_string()))
-        };
+        let flags = flags(&[("is_pic", "false"), ("use_colocated_libcalls", "false")])?;
+        let isa = cranelift_native::builder()
+            .map_err(|e| JitError::Codegen(e.to_string()))?
+            .finish(flags)
+            .map_err(|e| JitError::Codegen(e.to_string()))?;
         Ok(Jit {
-            isa: finish(&[])?,
-            fast_isa: finish(&[FAST_REGALLOC])?,
-            large_function: LARGE_FUNCTION,
+            isa,
             verify: cfg!(debug_assertions),
             host: true,
             max_workspace: DEFAULT_MAX_WORKSPACE,
@@ -322,17 +274,13 @@ impl Jit {
         let triple: target_lexicon::Triple = triple
             .parse()
             .map_err(|e| JitError::Codegen(format!("target `{triple}`: {e}")))?;
-        let builder = cranelift_codegen::isa::lookup(triple.clone())
-            .map_err(|e| JitError::Codegen(format!("target `{triple}`: {e}")))?;
-        let finish = |extra: &[(&str, &str)]| {
-            builder
-                .finish(flags(&[&[("is_pic", "true")][..], extra].concat())?)
-                .map_err(|e| JitError::Codegen(e.to_string()))
-        };
+        let flags = flags(&[("is_pic", "true")])?;
+        let isa = cranelift_codegen::isa::lookup(triple.clone())
+            .map_err(|e| JitError::Codegen(format!("target `{triple}`: {e}")))?
+            .finish(flags)
+            .map_err(|e| JitError::Codegen(e.to_string()))?;
         Ok(Jit {
-            isa: finish(&[])?,
-            fast_isa: finish(&[FAST_REGALLOC])?,
-            large_function: LARGE_FUNCTION,
+            isa,
             verify: cfg!(debug_assertions),
             host: false,
             max_workspace: DEFAULT_MAX_WORKSPACE,
@@ -488,26 +436,6 @@ impl Jit {
             .clone())
     }
 
-    /// Functions of more than `instructions` Cranelift instructions get
-    /// Cranelift's single-pass register allocator, which is linear in
-    /// their size, instead of its backtracking one, whose code is faster
-    /// (default [`LARGE_FUNCTION`]; `usize::MAX` never). Empties the
-    /// compile cache.
-    pub fn large_function(mut self, instructions: usize) -> Jit {
-        self.large_function = instructions;
-        self.cache = Cache::new(self.cache.is_on());
-        self
-    }
-
-    /// The ISAs of [`Isas`], for the functions this `Jit` compiles.
-    fn isas(&self) -> Isas<'_> {
-        Isas {
-            normal: &*self.isa,
-            fast: &*self.fast_isa,
-            above: self.large_function,
-        }
-    }
-
     /// The iteration limit of the functions it compiles.
     pub fn iteration_limit(&self) -> u64 {
         self.max_iterations
@@ -542,16 +470,13 @@ impl Jit {
     }
 
     /// The machine code of `closed`, disassembled by Cranelift after
-    /// register allocation (its own printer of the instructions it emits),
-    /// by the register allocator the function gets ([`Jit::large_function`]).
+    /// register allocation (its own printer of the instructions it emits).
     pub fn asm(&self, closed: &Closed) -> Result<String, JitError> {
         let mut module = self.object_module()?;
         let Lowering { mut ctx, .. } = self.lower(&mut module, closed, false, true, Some(false))?;
         ctx.set_disasm(true);
-        let isas = self.isas();
-        let isa = isas.of(&ctx.func);
         let code = ctx
-            .compile(isa, &mut Default::default())
+            .compile(&*self.isa, &mut Default::default())
             .map_err(|e| JitError::Codegen(format!("{:?}", e.inner)))?;
         let text = code.vcode.clone().unwrap_or_default();
         let bytes = code.code_buffer().len();
@@ -697,7 +622,6 @@ impl Jit {
         // them across (`split.rs`).
         let mut sink = ModuleKernels {
             module,
-            isas: self.isas(),
             used,
             verify: self.verify,
             flags: self.isa.flags().clone(),
@@ -768,12 +692,7 @@ impl Jit {
         let id = module
             .declare_function(&closed.name, Linkage::Export, &ctx.func.signature)
             .map_err(|e| JitError::Codegen(e.to_string()))?;
-        kernels.push(crate::disk::define(
-            &mut module,
-            id,
-            &mut ctx,
-            &self.isas(),
-        )?);
+        kernels.push(crate::disk::define(&mut module, id, &mut ctx)?);
         module.clear_context(&mut ctx);
         let sig = Signature {
             params: closed.params.clone(),
@@ -889,12 +808,11 @@ impl Jit {
     fn disk_key(&self, key: &str) -> String {
         let isa_flags: Vec<String> = self.isa.isa_flags().iter().map(|v| v.to_string()).collect();
         format!(
-            "build {}\ntarget {}\nflags {}\nisa {}\nlarge {}\nsplits {}\niterations {}\n{}",
+            "build {}\ntarget {}\nflags {}\nisa {}\nsplits {}\niterations {}\n{}",
             crate::disk::BUILD_ID,
             self.triple(),
             self.isa.flags(),
             isa_flags.join(" "),
-            self.large_function,
             self.threads > 1,
             self.max_iterations,
             key

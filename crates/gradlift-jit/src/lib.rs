@@ -41,7 +41,7 @@ mod workspace;
 
 pub use abi::{RawFn, Status};
 pub use cache::{CacheStats, DiskStats};
-pub use jit::{Compiled, Jit, DEFAULT_MAX_WORKSPACE, LARGE_FUNCTION};
+pub use jit::{Compiled, Jit, DEFAULT_MAX_WORKSPACE};
 pub use runtime::split_calls;
 pub use typed::Arg;
 pub use workspace::WorkspaceBound;
