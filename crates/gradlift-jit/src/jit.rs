@@ -224,7 +224,10 @@ pub(crate) const POOL_SYMBOL: &str = "gradlift_pool";
 
 /// Cranelift's settings for every target: `opt_level=speed`, its own
 /// verifier between passes in debug builds only (it took 10–25% of the
-/// compile time of large gradients), then `extra`.
+/// compile time of large gradients), inline stack probes for frames over
+/// a page (a function whose frame outgrows the thread's stack faults on
+/// the guard page rather than writing past it; gradlift's frames are
+/// hundreds of bytes), then `extra`.
 fn flags(extra: &[(&str, &str)]) -> Result<settings::Flags, JitError> {
     let mut flags = settings::builder();
     let verifier = if cfg!(debug_assertions) {
@@ -232,8 +235,13 @@ fn flags(extra: &[(&str, &str)]) -> Result<settings::Flags, JitError> {
     } else {
         "false"
     };
+    let probes = [
+        ("enable_probestack", "true"),
+        ("probestack_strategy", "inline"),
+    ];
     for (k, v) in [("opt_level", "speed"), ("enable_verifier", verifier)]
         .iter()
+        .chain(&probes)
         .chain(extra)
     {
         flags
