@@ -133,17 +133,24 @@ pub(crate) struct Entry {
     functions: Vec<StoredFunction>,
 }
 
-/// The relocation kinds an entry may hold: those the JIT module applies
-/// on the targets gradlift supports. Code with any other is not stored.
-const KINDS: [Reloc; 7] = [
-    Reloc::Abs4,
-    Reloc::Abs8,
-    Reloc::X86PCRel4,
-    Reloc::X86CallPCRel4,
-    Reloc::Arm64Call,
-    Reloc::Aarch64AdrPrelPgHi21,
-    Reloc::Aarch64AddAbsLo12Nc,
-];
+/// The relocation kinds an entry may hold: a 64-bit absolute address (how
+/// the JIT's code, not position-independent, reaches its imports and data:
+/// applying one cannot fail, whatever the address), and the relative
+/// calls of x86-64 and aarch64, only between the functions of one entry
+/// ([`relative`]), which the JIT module places together as it does when
+/// it compiles them. Code with any other is not stored.
+const KINDS: [Reloc; 3] = [Reloc::Abs8, Reloc::X86CallPCRel4, Reloc::Arm64Call];
+
+/// The largest addend an entry's relocation may have, either way: the
+/// code's are 0 (an address) and -4 (a call). Bounding them keeps the
+/// JIT module's arithmetic on addresses from overflowing.
+const MAX_ADDEND: i64 = 4096;
+
+/// Whether `kind` is relative to where the code is: allowed only to the
+/// entry's own functions.
+fn relative(kind: Reloc) -> bool {
+    kind != Reloc::Abs8
+}
 
 impl Entry {
     /// The entry of `defined` (the entry point last), named through the
@@ -193,6 +200,11 @@ impl Entry {
                     }
                     ModuleRelocTarget::KnownSymbol(_) => return None,
                 };
+                if relative(r.kind) && !matches!(target, Target::Defined(..))
+                    || !(-MAX_ADDEND..=MAX_ADDEND).contains(&r.addend)
+                {
+                    return None;
+                }
                 relocs.push(StoredReloc {
                     offset: r.offset,
                     kind: r.kind,
@@ -266,7 +278,11 @@ impl Entry {
                         ModuleRelocTarget::from(id)
                     }
                     Target::Defined(k, offset) => {
-                        ModuleRelocTarget::FunctionOffset(*ids.get(*k as usize)?, *offset)
+                        let k = *k as usize;
+                        if *offset as usize > self.functions.get(k)?.bytes.len() {
+                            return None;
+                        }
+                        ModuleRelocTarget::FunctionOffset(ids[k], *offset)
                     }
                     Target::LibCall(call) => ModuleRelocTarget::LibCall(call.parse().ok()?),
                 };
@@ -419,6 +435,11 @@ impl Entry {
                     3 => Target::LibCall(r.str()?),
                     _ => return None,
                 };
+                if relative(kind) && !matches!(target, Target::Defined(..))
+                    || !(-MAX_ADDEND..=MAX_ADDEND).contains(&addend)
+                {
+                    return None;
+                }
                 relocs.push(StoredReloc {
                     offset,
                     kind,
@@ -639,5 +660,48 @@ impl Reader<'_> {
             }
             _ => return None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every one-bit change of a stored entry, with its checksum made to
+    /// match again (damage the checksum would have caught, passed on), is
+    /// refused or loads: nothing panics. The code is not run.
+    #[test]
+    fn altered_entries_are_refused_or_load_without_panicking() {
+        let checked = gradlift_lang::check_source(
+            "<test>",
+            "def f(x: [R; n], a: R) -> (R, [R; n]) =
+               (reduce (+) 0 (map (v. exp(v) * sin(v * a)) x), map (v. tanh(v) + a) x)",
+        )
+        .unwrap();
+        let closed = gradlift_ad::inline::inline(&checked, 0);
+        let jit = crate::Jit::new().unwrap().threads(1);
+        let (_, entry) = jit.compile_entry(&closed, Some("key".into())).unwrap();
+        let file = entry.expect("stored").encode();
+        let whole = Entry::decode(&file).expect("reads back");
+        assert!(jit.load(&whole).is_some());
+        let (mut refused, mut loaded) = (0, 0);
+        for i in 16..file.len() {
+            for bit in [0x01u8, 0x80] {
+                let mut altered = file.clone();
+                altered[i] ^= bit;
+                let sum = fnv(&altered[16..]);
+                altered[8..16].copy_from_slice(&sum.to_le_bytes());
+                match Entry::decode(&altered).and_then(|e| jit.load(&e)) {
+                    Some(_) => loaded += 1,
+                    None => refused += 1,
+                }
+            }
+        }
+        // Most changes are in the code's bytes, which load (and would
+        // compute something else); changes of the structure are refused.
+        assert!(
+            loaded > 0 && refused > 0,
+            "{loaded} loaded, {refused} refused"
+        );
     }
 }

@@ -673,7 +673,7 @@ impl Jit {
 
     /// Compiles `closed` to native code, and with `key`, the entry of the
     /// disk cache holding that code (`None` when it cannot be stored).
-    fn compile_entry(
+    pub(crate) fn compile_entry(
         &self,
         closed: &Closed,
         key: Option<String>,
@@ -792,7 +792,7 @@ impl Jit {
 
     /// The compiled function of a stored entry, or `None` if this process
     /// cannot define it.
-    fn load(&self, entry: &crate::disk::Entry) -> Option<Compiled> {
+    pub(crate) fn load(&self, entry: &crate::disk::Entry) -> Option<Compiled> {
         let pool = match entry.pool {
             true => Some(self.pool().ok()?),
             false => None,
