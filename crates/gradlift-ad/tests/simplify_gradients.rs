@@ -192,3 +192,27 @@ fn gradient_programs_simplify_to_the_same_values() {
         assert!(stats.count(rule) > 0, "{rule} never fired: {stats}");
     }
 }
+
+/// The ODE example's gradient builds arrays of partial derivatives whose
+/// length alone is read, from sums of the stages (`k1 + k4`, `k2 + k3`):
+/// `length-only` drops every layer of those sums in one round, and the
+/// simplifier settles in four rounds (six before the rule).
+#[test]
+fn arrays_read_for_their_length_lose_their_sums_in_one_round() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/ode.grad");
+    let text = std::fs::read_to_string(path).unwrap();
+    let m: CheckedModule = check_source("ode.grad", &text).expect("the example checks");
+    let index = m
+        .module
+        .defs
+        .iter()
+        .position(|d| &*d.name == "last")
+        .expect("`last` is defined");
+    let closed = inline(&m, index);
+    let term = differentiate(&closed, Route::Unf, Construction::Sparse);
+    let (out, report) =
+        gradlift_ad::simplify::run(&term, &Options::default(), &[], None, None).unwrap();
+    assert!(report.stats.count(Rule::LengthOnly) > 0, "{}", report.stats);
+    assert!(report.rounds <= 4, "{} rounds", report.rounds);
+    assert!(is_first_order(&out).is_ok());
+}

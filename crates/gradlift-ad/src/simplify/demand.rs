@@ -11,7 +11,7 @@
 //! loop's accumulator is demanded as its result is, and as its step reads
 //! it, up to a fixed point; a map's elements as its consumer reads them;
 //! an array whose length alone is read is demanded with no element
-//! (`Array(No)`: referenced, no real read). Three rewrites follow from it,
+//! (`Array(No)`: referenced, no real read). Four rewrites follow from it,
 //! in one walk:
 //!
 //! - `dead-component`: for `let x = e in b` where every tail of `e` (the
@@ -25,7 +25,11 @@
 //!   by projections) demands only some components, has the map build only
 //!   those;
 //! - `dead-leaf`: an arithmetic primitive at any other position whose
-//!   demand is empty is replaced by `0`.
+//!   demand is empty is replaced by `0`;
+//! - `length-only`: a `map` or `map2` of an arithmetic primitive whose
+//!   length alone is read becomes its first array (through every such
+//!   layer at once: `map2 (+) (map2 (+) A B) C` read for its length is
+//!   `A`).
 //!
 //! The analysis knows which components the walk removes (it marks them
 //! [`Demand::Gone`] with the same predicate the walk uses, on the same
@@ -148,6 +152,19 @@ fn removable(k: usize, demand: impl Fn(usize) -> bool) -> Option<Vec<bool>> {
 /// one reads it.
 fn replaceable(e: &Expr) -> bool {
     matches!(&e.kind, ExprKind::Prim(p, _) if p.info().kind() == PrimKind::Real)
+}
+
+/// Whether `e` is a `map` or `map2` of an arithmetic primitive of which
+/// only the length is demanded (`length-only`): it becomes its first
+/// array, which has its type (the primitive maps reals to a real) and,
+/// by typing, its length. The analysis and the rewrite both ask this.
+fn length_only(e: &Expr, d: &Demand) -> bool {
+    matches!(d, Demand::Array(x) if **x == Demand::No)
+        && matches!(
+            &e.kind,
+            ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, f, _)
+                if matches!(f.kind, ExprKind::PrimFn(p) if p.info().kind() == PrimKind::Real)
+        )
 }
 
 /// Runs the pass; whether it replaced anything.
@@ -369,6 +386,9 @@ impl Analysis {
                 }
             }
             ExprKind::Builtin(bi, args) => self.builtin(*bi, args, d),
+            ExprKind::ArrayOp(_, _, args) if length_only(e, d) => {
+                self.need(&args[0], &Demand::Array(Box::new(Demand::No)));
+            }
             ExprKind::ArrayOp(op, f, args) => {
                 if !self.array_op(*op, f, args, d) {
                     self.need(f, &Demand::All);
@@ -528,6 +548,15 @@ impl Rewrite<'_> {
             self.changed = true;
             *e = Expr::synth(ExprKind::Const(0.0));
             return;
+        }
+        if length_only(e, d) {
+            self.stats.fire(Rule::LengthOnly);
+            self.changed = true;
+            let ExprKind::ArrayOp(_, _, args) = &mut e.kind else {
+                unreachable!("length_only holds of array operations")
+            };
+            *e = std::mem::replace(&mut args[0], Expr::synth(ExprKind::Const(0.0)));
+            return self.narrow(e, d);
         }
         let d = if matches!(d, Demand::No | Demand::Gone) {
             Demand::All

@@ -253,6 +253,10 @@ rules! {
     DeadLeaf = "dead-leaf",
         "… (…, a ⊙ b, …) … ⇝ … (…, 0, …) …",
         "the component's demand is empty: no read of the result, of the arrays whose elements it is, or of the loop accumulators it is carried in, reaches it (see `demand.rs`)";
+    /// A map of arithmetic whose length alone is read.
+    LengthOnly = "length-only",
+        "len(map2 p A B) ⇝ len(A);  … map (_. c) (map2 p A B) … ⇝ … map (_. c) A …  (map p A likewise)",
+        "only the length of the map is read (see `demand.rs`); p is an arithmetic primitive, so A has the map's type; A and B have one length (typing)";
     /// Unused components of a tuple-valued binding.
     DeadComponent = "dead-component",
         "let x = (if c then (a₀, a₁) else (b₀, b₁)) in C[x.0] ⇝ let x = (if c then a₀ else b₀) in C[x]",
