@@ -343,17 +343,18 @@ def {def_name}({}) = {}(({point}. {name}({})), {wrt})
 
     /// The parameters a gradient with respect to `wrt` differentiates, in
     /// order: those named (each once), or by default every parameter
-    /// that holds reals. The gradient has one cotangent per name.
+    /// that holds reals (`gradlift_ad::direct::differentiated`). The
+    /// gradient has one cotangent per name.
     pub fn gradient_params(&self, wrt: Option<&[Name]>) -> Vec<Name> {
-        self.signature()
+        let values: Vec<(Name, Type)> = self
+            .signature()
             .params
             .iter()
-            .filter(|(p, t)| match (t, wrt) {
-                (None, _) => false,
-                (Some(_), Some(wrt)) => wrt.contains(p),
-                (Some(t), None) => gradlift_ad::direct::has_reals(t),
-            })
-            .map(|(p, _)| p.clone())
+            .filter_map(|(p, t)| Some((p.clone(), t.clone()?)))
+            .collect();
+        gradlift_ad::direct::differentiated(&values, wrt)
+            .into_iter()
+            .map(|(n, _)| n)
             .collect()
     }
 

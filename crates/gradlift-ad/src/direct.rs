@@ -167,11 +167,23 @@ pub(crate) fn check_wrt(closed: &Closed, wrt: &[Name]) -> AdResult<Vec<(Name, Ty
             ty: closed.ret.clone(),
         });
     }
-    Ok(closed
-        .context()
-        .into_iter()
-        .filter(|(n, _)| wrt.contains(n))
-        .collect())
+    Ok(differentiated(&closed.context(), Some(wrt)))
+}
+
+/// Of a function's value parameters `params`, in order, those a gradient
+/// with respect to `wrt` differentiates: the ones named (each once), or
+/// by default every one that holds reals. The gradient has one cotangent
+/// for each, in this order. The one statement of the rule: the pipeline
+/// and the callers that split a gradient's result both ask it.
+pub fn differentiated(params: &[(Name, Type)], wrt: Option<&[Name]>) -> Vec<(Name, Type)> {
+    params
+        .iter()
+        .filter(|(n, t)| match wrt {
+            Some(wrt) => wrt.contains(n),
+            None => has_reals(t),
+        })
+        .cloned()
+        .collect()
 }
 
 /// Whether a value of type `t` holds reals (and so may carry a cotangent).

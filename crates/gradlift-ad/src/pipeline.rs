@@ -195,13 +195,12 @@ pub const PASSES: &[Pass] = &[
         run: |c| {
             let source = c.program().clone();
             // By default, every parameter that holds reals.
-            let all: Vec<Name> = source
-                .context()
-                .into_iter()
-                .filter(|(_, t)| direct::has_reals(t))
-                .map(|(n, _)| n)
-                .collect();
-            let wrt_names = c.wrt.clone().unwrap_or(all);
+            let wrt_names = c.wrt.clone().unwrap_or_else(|| {
+                direct::differentiated(&source.context(), None)
+                    .into_iter()
+                    .map(|(n, _)| n)
+                    .collect()
+            });
             let wrt = direct::check_wrt(&source, &wrt_names)?;
             let term = if crate::reversed_loops::has_revwhile(&source.body) {
                 // A `while` loop's reverse, which reverse mode cannot

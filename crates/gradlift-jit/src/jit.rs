@@ -194,16 +194,14 @@ pub struct Jit {
 /// it has been used.
 struct Disk {
     dir: std::path::PathBuf,
-    hits: std::sync::atomic::AtomicU64,
-    misses: std::sync::atomic::AtomicU64,
-    writes: std::sync::atomic::AtomicU64,
-    failed_writes: std::sync::atomic::AtomicU64,
-    damaged: std::sync::atomic::AtomicU64,
+    stats: Mutex<DiskStats>,
 }
 
 impl Disk {
-    fn count(&self, counter: &std::sync::atomic::AtomicU64) {
-        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    /// Counts an event in `stats`.
+    fn count(&self, event: impl FnOnce(&mut DiskStats) -> &mut u64) {
+        let mut stats = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+        *event(&mut stats) += 1;
     }
 }
 
@@ -387,14 +385,9 @@ impl Jit {
     /// process: keep it writable only by those who run it. Nothing is
     /// evicted; delete the directory to empty it.
     pub fn disk_cache(mut self, dir: impl Into<std::path::PathBuf>) -> Jit {
-        let zero = || std::sync::atomic::AtomicU64::new(0);
         self.disk = Some(Disk {
             dir: dir.into(),
-            hits: zero(),
-            misses: zero(),
-            writes: zero(),
-            failed_writes: zero(),
-            damaged: zero(),
+            stats: Mutex::new(DiskStats::default()),
         });
         self
     }
@@ -402,14 +395,7 @@ impl Jit {
     /// How the disk cache has been used, if there is one.
     pub fn disk_stats(&self) -> Option<DiskStats> {
         let d = self.disk.as_ref()?;
-        let get = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
-        Some(DiskStats {
-            hits: get(&d.hits),
-            misses: get(&d.misses),
-            writes: get(&d.writes),
-            failed_writes: get(&d.failed_writes),
-            damaged: get(&d.damaged),
-        })
+        Some(*d.stats.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Drops everything the compile cache holds (code still used by a
@@ -770,22 +756,22 @@ impl Jit {
         match crate::disk::load(&disk.dir, &key) {
             crate::disk::Lookup::Found(entry) => {
                 if let Some(compiled) = self.load(&entry) {
-                    disk.count(&disk.hits);
+                    disk.count(|s| &mut s.hits);
                     return Ok(compiled);
                 }
-                disk.count(&disk.damaged);
+                disk.count(|s| &mut s.damaged);
             }
-            crate::disk::Lookup::Damaged => disk.count(&disk.damaged),
+            crate::disk::Lookup::Damaged => disk.count(|s| &mut s.damaged),
             crate::disk::Lookup::Missing => {}
         }
-        disk.count(&disk.misses);
+        disk.count(|s| &mut s.misses);
         let (compiled, entry) = self.compile_entry(&closed()?, Some(key))?;
         match entry {
             Some(entry) => match crate::disk::store(&disk.dir, &entry) {
-                Ok(()) => disk.count(&disk.writes),
-                Err(_) => disk.count(&disk.failed_writes),
+                Ok(()) => disk.count(|s| &mut s.writes),
+                Err(_) => disk.count(|s| &mut s.failed_writes),
             },
-            None => disk.count(&disk.failed_writes),
+            None => disk.count(|s| &mut s.failed_writes),
         }
         Ok(compiled)
     }
@@ -955,8 +941,8 @@ pub struct Compiled {
     /// The largest workspace the safe calls allocate, in bytes.
     max_workspace: u64,
     pool: Mutex<Vec<Workspace>>,
-    /// The thread pool the code's matrix products run on, whose address
-    /// the code holds.
+    /// The thread pool the code's matrix products and split loops run on,
+    /// whose word the code reads through [`POOL_SYMBOL`].
     _threads: Option<Arc<Pool>>,
 }
 
