@@ -159,9 +159,7 @@ impl<M: Module> crate::split::KernelSink for ModuleKernels<'_, M> {
         let mut t = crate::lower::Translator::for_kernel(&mut b, calls, exp_table);
         let result = body(&mut t, env, chunk)?;
         t.finish_kernel(result);
-        let copies = std::mem::take(&mut t.copies);
         b.finalize(self.module.target_config());
-        crate::lower::drop_copies(&mut ctx.func, &copies);
         if self.verify {
             cranelift_codegen::verify_function(&ctx.func, &self.flags)
                 .map_err(|e| JitError::Verifier(e.to_string()))?;
@@ -641,7 +639,6 @@ impl Jit {
         let (module, kernels) = (sink.module, sink.defined);
         b.finalize(module.target_config());
         lowered.elide(&mut ctx.func);
-        crate::lower::drop_copies(&mut ctx.func, &lowered.copies);
         let crate::lower::Lowered { labels, bound, .. } = lowered;
         if self.verify {
             cranelift_codegen::verify_function(&ctx.func, self.isa.flags())

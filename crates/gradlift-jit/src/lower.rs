@@ -97,9 +97,6 @@ pub(crate) struct Translator<'a, 'f> {
     pub guard: crate::guard::Guard,
     /// The stack slot [`Translator::pin`] copies through, made on first use.
     pub pin_slot: Option<cranelift_codegen::ir::StackSlot>,
-    /// Every copy made through it, removed again from a function that
-    /// makes no call ([`drop_copies`]).
-    pub copies: Vec<Copy>,
     /// The loops being lowered, outermost first: where their copies of
     /// outside values go.
     pub loops: Vec<LoopEntry>,
@@ -134,8 +131,7 @@ pub(crate) struct Translator<'a, 'f> {
 /// writes: the register allocator then spills the original, if it lives
 /// across a call (a later one, or one in an enclosing loop), once outside
 /// the loop, not at each iteration. In a nest, the copy for the inner loop
-/// is made from the outer loop's copy. In a function that makes no call,
-/// they are removed again ([`drop_copies`]).
+/// is made from the outer loop's copy.
 pub(crate) struct LoopEntry {
     /// The loop's first block: blocks made before it are outside.
     pub first: Block,
@@ -143,71 +139,6 @@ pub(crate) struct LoopEntry {
     pub branch: cranelift_codegen::ir::Inst,
     /// Copies made so far, by original.
     pub copies: HashMap<Value, Value>,
-}
-
-/// A copy made against calls — at a loop's entry (see [`LoopEntry`]) or
-/// of a loop's result ([`Translator::pin`]): a store to a stack slot and a
-/// load back through an address the alias analysis cannot see through.
-pub(crate) struct Copy {
-    /// The value copied.
-    of: Value,
-    /// The copy, the load's result.
-    value: Value,
-    /// The store, the load and the address arithmetic, in order.
-    insts: [cranelift_codegen::ir::Inst; 5],
-}
-
-impl Copy {
-    /// The copy `value` of `of`, stored at `at` by `store` and loaded
-    /// from `from` (`at + 0`, [`crate::values::opaque`]).
-    fn of(
-        dfg: &cranelift_codegen::ir::DataFlowGraph,
-        of: Value,
-        value: Value,
-        at: Value,
-        store: cranelift_codegen::ir::Inst,
-        from: Value,
-    ) -> Copy {
-        let def = |v: Value| dfg.value_def(v).unwrap_inst();
-        let add = def(from);
-        let zero = dfg.inst_args(add)[1];
-        Copy {
-            of,
-            value,
-            insts: [def(at), store, def(zero), add, def(value)],
-        }
-    }
-}
-
-/// Removes the copies made against calls from `func` when it makes none.
-///
-/// A copy exists so that a value live across a call is spilled once,
-/// outside a loop, and the loop reads a register (see [`LoopEntry`] and
-/// [`Translator::pin`]). In a function without calls no value is live
-/// across one, so nothing is spilled for a call, and each copy would only
-/// cost its store and load — per entry into an inner loop, for every
-/// iteration of the loops around it. Each is made an alias of the value
-/// it copies and its instructions leave the layout.
-pub(crate) fn drop_copies(func: &mut cranelift_codegen::ir::Function, copies: &[Copy]) {
-    if copies.is_empty() {
-        return;
-    }
-    let calls = func.layout.blocks().any(|block| {
-        func.layout
-            .block_insts(block)
-            .any(|inst| func.dfg.insts[inst].opcode().is_call())
-    });
-    if calls {
-        return;
-    }
-    for copy in copies {
-        for &inst in &copy.insts {
-            func.layout.remove_inst(inst);
-        }
-        let load = copy.insts[4];
-        func.dfg.detach_inst_results(load);
-        func.dfg.change_to_alias(copy.value, copy.of);
-    }
 }
 
 /// Facts established by code that dominates the current point: sizes
@@ -368,7 +299,6 @@ pub(crate) fn lower_function<'a>(
         labels: t.labels,
         bound,
         elide,
-        copies: std::mem::take(&mut t.copies),
     })
 }
 
@@ -379,8 +309,6 @@ pub(crate) struct Lowered {
     pub labels: Option<Labels>,
     pub bound: crate::workspace::WorkspaceBound,
     elide: Vec<cranelift_codegen::ir::Inst>,
-    /// The copies made against calls, for [`drop_copies`].
-    pub copies: Vec<Copy>,
 }
 
 impl Lowered {
@@ -434,7 +362,6 @@ impl<'a, 'f> Translator<'a, 'f> {
             overflow: None,
             guard: Default::default(),
             pin_slot: None,
-            copies: Vec::new(),
             loops: Vec::new(),
             computed: HashMap::new(),
             ranges: HashMap::new(),
@@ -488,20 +415,16 @@ impl Translator<'_, '_> {
     /// so a copy by arithmetic would sink past a call to where the copy is
     /// needed, and `v` would still be live across the call; stack loads
     /// and stores stay where they are. One store and one load, for a value
-    /// leaving a loop: see [`Translator::for_range_out`]. Removed again
-    /// from a function that makes no call ([`drop_copies`]).
+    /// leaving a loop: see [`Translator::for_range_out`].
     pub fn pin(&mut self, v: Value) -> Value {
         let slot = self.pin_slot();
         let ty = self.b.func.dfg.value_type(v);
         let at = self.b.ins().stack_addr(types::I64, slot, 0);
-        let store = self.b.ins().store(crate::values::mem(), v, at, 0);
+        self.b.ins().store(crate::values::mem(), v, at, 0);
         // Through an address the alias analysis cannot relate to the
         // store's: it would forward the stored value to the load.
         let from = crate::values::opaque(self.b, at);
-        let c = self.b.ins().load(ty, crate::values::mem(), from, 0);
-        self.copies
-            .push(Copy::of(&self.b.func.dfg, v, c, at, store, from));
-        c
+        self.b.ins().load(ty, crate::values::mem(), from, 0)
     }
 
     /// `v` as read inside the current loop: its reals computed before the
@@ -556,12 +479,10 @@ impl Translator<'_, '_> {
         let mut pos = cranelift_codegen::cursor::FuncCursor::new(self.b.func).at_inst(branch);
         use cranelift_codegen::cursor::Cursor;
         let at = pos.ins().stack_addr(types::I64, slot, 0);
-        let store = pos.ins().store(crate::values::mem(), from_outer, at, 0);
+        pos.ins().store(crate::values::mem(), from_outer, at, 0);
         let zero = pos.ins().iconst(types::I64, 0);
         let from = pos.ins().uadd_overflow(at, zero).0;
         let c = pos.ins().load(ty, crate::values::mem(), from, 0);
-        self.copies
-            .push(Copy::of(&self.b.func.dfg, from_outer, c, at, store, from));
         self.loops[level - 1].copies.insert(x, c);
         self.guard.same_length(x, c);
         c

@@ -270,7 +270,7 @@ impl Translator<'_, '_> {
             let tail = var(self);
             let base = self.b.ins().ishl_imm_s(blocks, shift);
             let rest = self.b.ins().isub(n, base);
-            self.for_range_out(rest, &[tail], &mut |t, k| {
+            self.for_range_short(rest, &[tail], &mut |t, k| {
                 let base = t.entry_copy(base);
                 let i = t.b.ins().iadd(base, k);
                 let acc = t.b.use_var(tail);

@@ -23,7 +23,7 @@ impl Translator<'_, '_> {
         interior: Option<Interior>,
         body: &mut dyn FnMut(&mut Self, Value) -> Result<(), JitError>,
     ) -> Result<(), JitError> {
-        self.rotated_loop(n, results, interior, true, body)
+        self.rotated_loop(n, results, interior, true, true, body)
     }
 
     /// [`Translator::for_range_out`] for a loop that almost always runs
@@ -37,7 +37,22 @@ impl Translator<'_, '_> {
         results: &[cranelift_frontend::Variable],
         body: &mut dyn FnMut(&mut Self, Value) -> Result<(), JitError>,
     ) -> Result<(), JitError> {
-        self.rotated_loop(n, results, None, false, body)
+        self.rotated_loop(n, results, None, false, true, body)
+    }
+
+    /// [`Translator::for_range_out`] for the tail of a `reduce` in lanes
+    /// (fewer than `LANES` iterations, `fold.rs`), whose result is
+    /// combined with the lanes' right after it: no copies of the values it
+    /// reads from before it, and none of its result (`Translator::pin`).
+    /// Either would cost a store and a load at each entry, more than a
+    /// loop of at most three iterations can gain.
+    pub(super) fn for_range_short(
+        &mut self,
+        n: Value,
+        results: &[cranelift_frontend::Variable],
+        body: &mut dyn FnMut(&mut Self, Value) -> Result<(), JitError>,
+    ) -> Result<(), JitError> {
+        self.rotated_loop(n, results, None, false, false, body)
     }
 
     fn rotated_loop(
@@ -46,6 +61,7 @@ impl Translator<'_, '_> {
         results: &[cranelift_frontend::Variable],
         interior: Option<Interior>,
         copies: bool,
+        pin: bool,
         body: &mut dyn FnMut(&mut Self, Value) -> Result<(), JitError>,
     ) -> Result<(), JitError> {
         let index = self.b.declare_var(types::I64);
@@ -100,7 +116,11 @@ impl Translator<'_, '_> {
             .collect();
         for (v, p) in results.iter().zip(params) {
             let ty = self.b.func.dfg.value_type(p);
-            let p = if ty == types::F64 { self.pin(p) } else { p };
+            let p = if pin && ty == types::F64 {
+                self.pin(p)
+            } else {
+                p
+            };
             self.b.def_var(*v, p);
         }
         Ok(())
