@@ -193,25 +193,40 @@ pub const PASSES: &[Pass] = &[
         output: Ir::Target,
         view: false,
         run: |c| {
-            let source = c.program().clone();
-            // By default, every parameter that holds reals.
-            let wrt_names = c.wrt.clone().unwrap_or_else(|| {
-                direct::differentiated(&source.context(), None)
-                    .into_iter()
-                    .map(|(n, _)| n)
-                    .collect()
-            });
-            let wrt = direct::check_wrt(&source, &wrt_names)?;
-            let term = if crate::reversed_loops::has_revwhile(&source.body) {
-                // A `while` loop's reverse, which reverse mode cannot
-                // reverse: this gradient is taken by forward mode.
-                crate::derivatives::forward_gradient(c.module, &source, &wrt, c.options)?
-            } else {
-                match c.options.route {
-                    Route::Unf => {
-                        unf_inverse::reverse(&source, &wrt_names, c.options.construction)?
+            // The source program moves to `c.source`, where later passes
+            // read it, and the gradient takes its place (back where it
+            // was on an error); a long chain's tree is not copied.
+            let source = c.program.take().expect("`source` runs first");
+            let differentiated = (|| {
+                // By default, every parameter that holds reals.
+                let wrt_names = c.wrt.clone().unwrap_or_else(|| {
+                    direct::differentiated(&source.context(), None)
+                        .into_iter()
+                        .map(|(n, _)| n)
+                        .collect()
+                });
+                let wrt = direct::check_wrt(&source, &wrt_names)?;
+                let term = if crate::reversed_loops::has_revwhile(&source.body) {
+                    // A `while` loop's reverse, which reverse mode cannot
+                    // reverse: this gradient is taken by forward mode.
+                    crate::derivatives::forward_gradient(c.module, &source, &wrt, c.options)?
+                } else {
+                    match c.options.route {
+                        Route::Unf => {
+                            unf_inverse::reverse(&source, &wrt_names, c.options.construction)?
+                        }
+                        Route::Direct => {
+                            direct::reverse(&source, &wrt_names, c.options.construction)?
+                        }
                     }
-                    Route::Direct => direct::reverse(&source, &wrt_names, c.options.construction)?,
+                };
+                Ok((wrt, term))
+            })();
+            let (wrt, term) = match differentiated {
+                Ok(done) => done,
+                Err(e) => {
+                    c.program = Some(source);
+                    return Err(e);
                 }
             };
             let grads: Vec<Type> = wrt.iter().map(|(_, t)| t.clone()).collect();
@@ -354,10 +369,16 @@ impl Compilation<'_> {
     /// The simplifier's group on the program, stopping after one of its
     /// members when that is the stage asked for.
     fn simplify(&mut self) -> Result<(), AdError> {
-        let program = self.program();
         let stop_after = self
             .stop_at
             .filter(|s| simplify::PASSES.iter().any(|p| p.name == *s));
+        // The body is handed over, not copied (a long chain's tree is
+        // large); on an error the compilation ends with it.
+        let unsimplified = std::mem::replace(
+            &mut self.program_mut().body,
+            Expr::synth(ExprKind::Tuple(Vec::new())),
+        );
+        let program = self.program();
         let context = program.context();
         let check = simplify::Check {
             context: &context,
@@ -365,7 +386,7 @@ impl Compilation<'_> {
             ty: &program.ret,
         };
         let (body, report) = simplify::run(
-            &program.body,
+            unsimplified,
             &SimplifyOptions::default(),
             &program.size_vars,
             cfg!(debug_assertions).then_some(&check),

@@ -211,7 +211,7 @@ fn arrays_read_for_their_length_lose_their_sums_in_one_round() {
     let closed = inline(&m, index);
     let term = differentiate(&closed, Route::Unf, Construction::Sparse);
     let (out, report) =
-        gradlift_ad::simplify::run(&term, &Options::default(), &[], None, None).unwrap();
+        gradlift_ad::simplify::run(term.clone(), &Options::default(), &[], None, None).unwrap();
     assert!(report.stats.count(Rule::LengthOnly) > 0, "{}", report.stats);
     assert!(report.rounds <= 4, "{} rounds", report.rounds);
     assert!(is_first_order(&out).is_ok());

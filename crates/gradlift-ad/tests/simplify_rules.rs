@@ -104,7 +104,7 @@ fn branches_the_same_but_for_dead_bindings_are_one_in_one_round() {
     // branches are 1.
     let e = term("if x < y then (let a = x + y in (a, 1.0).1) else (let b = x * y in (b, 1.0).1)");
     let (out, report) =
-        gradlift_ad::simplify::run(&e, &Options::default(), &[], None, None).unwrap();
+        gradlift_ad::simplify::run(e.clone(), &Options::default(), &[], None, None).unwrap();
     assert_eq!(out.to_string(), "1.0");
     assert_eq!(report.rounds, 1, "{report:?}");
     assert!(report.stats.count(Rule::IfSame) >= 1);
@@ -768,7 +768,7 @@ fn a_component_read_only_where_nothing_is_demanded_is_removed_in_one_pass() {
                  let s = foldl (acc, e. (acc.0 + e, acc.1 * x.1)) (0, 1) A in \
                  s.0 + x.0";
     let (after, report) =
-        gradlift_ad::simplify::run(&term(input), &Options::default(), &[], None, Some("demand"))
+        gradlift_ad::simplify::run(term(input), &Options::default(), &[], None, Some("demand"))
             .unwrap();
     assert_eq!(report.stats.count(Rule::DeadComponent), 1, "{after}");
     assert_eq!(count_prim(&after, Prim::Sin), 0, "{after}");
@@ -805,7 +805,7 @@ fn a_merged_map_is_read_through_a_lambda_that_shadows_nothing() {
         ty: &ty,
     };
     let (out, report) =
-        gradlift_ad::simplify::run(&term(input), &Options::default(), &[], Some(&check), None)
+        gradlift_ad::simplify::run(term(input), &Options::default(), &[], Some(&check), None)
             .unwrap();
     assert!(
         report.stats.count(Rule::MapMerge) > 0,

@@ -412,12 +412,12 @@ pub fn simplify_avoiding(
     opts: &Options,
     reserved: &[gradlift_lang::Name],
 ) -> Result<Expr, SimplifyError> {
-    run(e, opts, reserved, None, None).map(|(e, _)| e)
+    run(e.clone(), opts, reserved, None, None).map(|(e, _)| e)
 }
 
 /// [`simplify`], also returning how often each rule fired.
 pub fn simplify_with_stats(e: &Expr, opts: &Options) -> Result<(Expr, Stats), SimplifyError> {
-    run(e, opts, &[], None, None).map(|(e, r)| (e, r.stats))
+    run(e.clone(), opts, &[], None, None).map(|(e, r)| (e, r.stats))
 }
 
 /// The rounds: every pass of [`PASSES`] whose condition holds, in order,
@@ -425,8 +425,9 @@ pub fn simplify_with_stats(e: &Expr, opts: &Options) -> Result<(Expr, Stats), Si
 /// [`MAX_ROUNDS`]. With `stop_after`, returns the term after that pass in
 /// the first round. With `check`, each pass's output is verified
 /// ([`crate::pipeline::verify_term`]) and a failure panics naming the pass.
+/// Takes the term by value: the rounds rewrite it in place of a copy.
 pub fn run(
-    e: &Expr,
+    e: Expr,
     opts: &Options,
     reserved: &[gradlift_lang::Name],
     check: Option<&Check<'_>>,
@@ -437,7 +438,7 @@ pub fn run(
         .iter()
         .map(|p| (p.name, Default::default(), 0))
         .collect();
-    let mut term = e.clone();
+    let mut term = e;
     let mut stop = Stop::RoundLimit;
     let mut rounds = 0;
     for k in 0..MAX_ROUNDS {
