@@ -40,7 +40,7 @@ use crate::rules::fold::{known_monoid, Monoid};
 use gradlift_lang::build::*;
 use gradlift_lang::deep::guard;
 use gradlift_lang::interp::free_vars;
-use gradlift_lang::names::NameSupply;
+use gradlift_lang::names::{FxMap, FxSet, NameSupply};
 use gradlift_lang::scope::Scope;
 use gradlift_lang::syntax::*;
 use gradlift_lang::types::Typer;
@@ -312,7 +312,7 @@ pub(crate) struct Tape {
 #[derive(Default)]
 pub(crate) struct Sweep {
     pub rev: Vec<(Pattern, Expr)>,
-    adj: HashMap<Name, Adj>,
+    adj: FxMap<Name, Adj>,
 }
 
 impl Sweep {
@@ -325,19 +325,19 @@ impl Sweep {
 pub(crate) struct Deriver {
     pub names: NameSupply,
     pub typer: Typer,
-    size_vars: HashSet<Name>,
+    size_vars: FxSet<Name>,
     /// The route by which bodies of array operations are differentiated too.
     route: Route,
     /// Variables bound to constants (UNF⁻¹ binds every constant, `c_{T;0}`),
     /// so that a fold's unit is recognised whichever route named it.
-    constants: HashMap<Name, f64>,
+    constants: FxMap<Name, f64>,
     /// Inactive variables (activity analysis): the parameters not
     /// differentiated, and every value of the forward pass computed from
     /// inactive variables, sizes and constants alone. No cotangent flows
     /// into them, so none is computed: a loop step's free variable such as
     /// `h = 2 / s` gets no running sum of cotangents. Anything not known to
     /// be inactive (a lambda's parameter) is active.
-    inactive: HashSet<Name>,
+    inactive: FxSet<Name>,
     /// The free arrays (and their copies) of the function whose gradient
     /// [`Deriver::gradient_with`] is taking and wants sparse: a constant
     /// index of one of them gives a sparse cotangent there, as a computed
@@ -345,7 +345,7 @@ pub(crate) struct Deriver {
     /// rather than summing an array per element. Elsewhere a constant
     /// index keeps Figure 4's one-hot, which the simplifier and the native
     /// backend read element by element.
-    pub(crate) sparse_scope: HashSet<Name>,
+    pub(crate) sparse_scope: FxSet<Name>,
 }
 
 impl Deriver {
@@ -368,9 +368,9 @@ impl Deriver {
             typer,
             size_vars: closed.size_vars.iter().cloned().collect(),
             route,
-            constants: HashMap::new(),
-            inactive: HashSet::new(),
-            sparse_scope: HashSet::new(),
+            constants: FxMap::default(),
+            inactive: FxSet::default(),
+            sparse_scope: FxSet::default(),
         }
     }
 
@@ -658,7 +658,7 @@ impl Deriver {
                 }
                 e
             };
-            let scope: HashSet<Name> = sparse
+            let scope: FxSet<Name> = sparse
                 .iter()
                 .cloned()
                 .chain(

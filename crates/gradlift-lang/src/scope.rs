@@ -2,20 +2,20 @@
 //! `let` chains stay linear: each name maps to a stack of bindings, and a
 //! trail records the order of pushes for popping back to a mark.
 
+use crate::names::FxMap;
 use crate::syntax::Name;
-use std::collections::HashMap;
 
 /// Names in scope, innermost binding first.
 #[derive(Debug, Clone)]
 pub struct Scope<T> {
-    bindings: HashMap<Name, Vec<T>>,
+    bindings: FxMap<Name, Vec<T>>,
     trail: Vec<Name>,
 }
 
 impl<T> Default for Scope<T> {
     fn default() -> Self {
         Scope {
-            bindings: HashMap::new(),
+            bindings: FxMap::default(),
             trail: Vec::new(),
         }
     }

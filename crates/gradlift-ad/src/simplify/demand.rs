@@ -48,6 +48,7 @@
 //! Input and output: every binder has a name of its own (as after partial
 //! evaluation); no binder is added.
 
+use super::names::FxMap;
 use super::rules::{Rule, Stats};
 use super::split::param_of;
 use super::tails::{keep_components, numbering, projected, renumber, tail_arity};
@@ -55,7 +56,6 @@ use super::term::children_mut;
 use gradlift_lang::deep::guard;
 use gradlift_lang::prim::PrimKind;
 use gradlift_lang::syntax::*;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Which reals of a value may be read.
@@ -201,14 +201,14 @@ fn nodes(e: &Expr) -> usize {
 #[derive(Default)]
 struct Analysis {
     /// The demand of each binder (binders are unique).
-    binders: HashMap<Name, Demand>,
+    binders: FxMap<Name, Demand>,
     /// The demand of each loop's accumulator, by the first name its
     /// parameter binds (unique too), over every visit.
-    accumulators: HashMap<Name, Demand>,
+    accumulators: FxMap<Name, Demand>,
     /// Whether each binder of a value whose tails are tuples is used only
     /// by projections, as the analysis found the term (the rewrite reads
     /// the answer, not the term it is rewriting).
-    projections: HashMap<Name, bool>,
+    projections: FxMap<Name, bool>,
     /// Visits left.
     budget: usize,
 }

@@ -8,68 +8,8 @@
 //! they need no capture checks and can key tables by name.
 
 use gradlift_lang::syntax::*;
-use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
 
-/// The multiplicative hash of rustc (`FxHasher`): the passes hash short
-/// names and small integers millions of times, where SipHash's resistance
-/// to collisions chosen by an attacker buys nothing.
-#[derive(Clone, Copy, Default)]
-pub(super) struct FxHasher {
-    hash: u64,
-}
-
-impl FxHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        // Plain indexing and wrapping arithmetic: names are short, and
-        // iterator adapters and overflow checks are slow in the unoptimized
-        // builds the tests use.
-        let mut word = bytes.len() as u64;
-        let mut shift: u32 = 8;
-        let mut i = 0;
-        while i < bytes.len() {
-            word ^= u64::from(bytes[i]).wrapping_shl(shift);
-            i = i.wrapping_add(1);
-            shift = shift.wrapping_add(8);
-            if shift == 64 {
-                self.add(word);
-                word = 0;
-                shift = 0;
-            }
-        }
-        self.add(word);
-    }
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i))
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.add(u64::from(i))
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.add(i)
-    }
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64)
-    }
-    fn finish(&self) -> u64 {
-        // The multiply leaves the low bits, which hash tables index by,
-        // depending on the first bytes only; fold the high bits down.
-        let h = self.hash;
-        (h ^ (h >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ (h >> 32)
-    }
-}
-
-/// A hash map with [`FxHasher`].
-pub(super) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
-/// A hash set with [`FxHasher`].
-pub(super) type FxSet<K> = HashSet<K, BuildHasherDefault<FxHasher>>;
+pub(super) use gradlift_lang::names::{FxHasher, FxMap, FxSet};
 
 /// A lexical environment with O(1) lookup, push and pop to a mark (the
 /// design of `gradlift_lang::scope::Scope`, with [`FxHasher`]). Each name
