@@ -93,6 +93,22 @@ fn lower_exp(b: &mut FunctionBuilder, table: GlobalValue, x: Value) -> Value {
 
     b.switch_to_block(slow);
     b.seal_block(slow);
+    let y = lower_exp_clamped(b, data, x);
+    b.ins().jump(join, &[BlockArg::Value(y)]);
+
+    b.switch_to_block(join);
+    b.seal_block(join);
+    result
+}
+
+/// `exp(x)` by the other branch of [`gradlift_lang::exp::exp`]: `x`
+/// clamped, reduced again and scaled in two steps (`data` the table's
+/// address). It has `exp`'s bits for every `x`, not only those outside the
+/// fast range: in the fast range the clamps leave `x` as it is, and the
+/// result and its half-scaled intermediate are normal numbers, so the two
+/// multiplications by powers of two are exact, as the fast branch's one is.
+fn lower_exp_clamped(b: &mut FunctionBuilder, data: Value, x: Value) -> Value {
+    use gradlift_lang::exp as e;
     let (hi_bound, lo_bound) = (b.ins().f64const(e::CLAMP_HI), b.ins().f64const(e::CLAMP_LO));
     let above = b.ins().fcmp(FloatCC::GreaterThan, x, hi_bound);
     let x = b.ins().select(above, hi_bound, x);
@@ -113,11 +129,7 @@ fn lower_exp(b: &mut FunctionBuilder, table: GlobalValue, x: Value) -> Value {
         let scale = b.ins().bitcast(REAL, MemFlagsData::new(), bits);
         y = b.ins().fmul(y, scale);
     }
-    b.ins().jump(join, &[BlockArg::Value(y)]);
-
-    b.switch_to_block(join);
-    b.seal_block(join);
-    result
+    y
 }
 
 /// 2^(k div N) from `bits` (`scale` of [`gradlift_lang::exp`]).
@@ -323,14 +335,9 @@ fn lower_scale_pair(b: &mut FunctionBuilder, bits: Value) -> Value {
 
 /// `exp` of a pair, each lane with [`lower_exp`]'s bits: when both lanes
 /// are in the fast range, its operations on both lanes at once (the table
-/// read one lane at a time); otherwise, in a cold block, [`lower_exp`] of
-/// each lane.
-fn lower_exp_pair(
-    b: &mut FunctionBuilder,
-    calls: &dyn Fn(Prim) -> FuncRef,
-    table: GlobalValue,
-    x: Value,
-) -> Value {
+/// read one lane at a time); otherwise, in a cold block,
+/// [`lower_exp_clamped`] of each lane, which needs no test of its own.
+fn lower_exp_pair(b: &mut FunctionBuilder, table: GlobalValue, x: Value) -> Value {
     use gradlift_lang::exp as e;
     let fast = b.create_block();
     let slow = b.create_block();
@@ -368,8 +375,8 @@ fn lower_exp_pair(
     b.seal_block(slow);
     let [x0, x1] = lanes(b, x);
     let (y0, y1) = (
-        lower_prim(b, calls, Some(table), Prim::Exp, &[x0]),
-        lower_prim(b, calls, Some(table), Prim::Exp, &[x1]),
+        lower_exp_clamped(b, data, x0),
+        lower_exp_clamped(b, data, x1),
     );
     let y = pair(b, y0, y1);
     b.ins().jump(join, &[BlockArg::Value(y)]);
@@ -600,13 +607,13 @@ pub(crate) fn lower_prim_pair(
             let take_second = b.ins().fcmp(FloatCC::GreaterThan, c, a);
             select(b, take_second, c, a)
         }
-        Lowering::Inline(Sequence::Exp) => lower_exp_pair(b, calls, table(), args[0]),
+        Lowering::Inline(Sequence::Exp) => lower_exp_pair(b, table(), args[0]),
         Lowering::Inline(Sequence::Tanh) => lower_tanh_pair(b, table(), args[0]),
         Lowering::Inline(Sequence::Sigmoid) => {
             let x = args[0];
             let a = b.ins().fabs(x);
             let minus = b.ins().fneg(a);
-            let e = lower_exp_pair(b, calls, table(), minus);
+            let e = lower_exp_pair(b, table(), minus);
             let one = f64const_as(b, 1.0, PAIR);
             let t = b.ins().fadd(one, e);
             let above = b.ins().fdiv(one, t);

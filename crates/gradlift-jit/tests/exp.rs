@@ -98,6 +98,32 @@ fn native_exp_has_the_interpreters_bits() {
 }
 
 #[test]
+fn exp_of_a_pair_with_one_slow_lane_has_the_interpreters_bits() {
+    // A map of `exp` runs in pairs of lanes; when one lane leaves the fast
+    // range, both take the slow branch. Every input beside every value of
+    // the slow range (large, subnormal results, infinite, NaN), in both
+    // lanes: `[x, s, s, x]` puts `x` first in one pair and second in the
+    // next.
+    let slow = [
+        710.0,
+        -746.0,
+        -708.5,
+        709.7,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        1e300,
+    ];
+    let mut xs = Vec::new();
+    for &x in &inputs() {
+        for &s in &slow {
+            xs.extend([x, s, s, x]);
+        }
+    }
+    agrees("exp", gradlift_lang::exp::exp, f64::exp, 1, &xs);
+}
+
+#[test]
 fn native_tanh_has_the_interpreters_bits() {
     // The same sweep scaled to where tanh is not ±1, and the bound.
     let mut xs: Vec<f64> = inputs().iter().map(|x| x / 30.0).collect();
