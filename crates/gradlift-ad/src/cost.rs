@@ -606,7 +606,7 @@ pub fn nao(e: &Expr) -> usize {
             }
             depth.max(nao(cur))
         }
-        _ => e.children().into_iter().map(nao).max().unwrap_or(0),
+        _ => e.children().map(nao).max().unwrap_or(0),
     })
 }
 

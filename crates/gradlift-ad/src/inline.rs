@@ -500,7 +500,6 @@ fn check_first_order(e: &Expr, parent: Parent) -> Result<(), AdError> {
             }
             _ => e
                 .children()
-                .into_iter()
                 .try_for_each(|c| check_first_order(c, Parent::Other)),
         }
     })

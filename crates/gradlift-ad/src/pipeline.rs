@@ -641,10 +641,7 @@ fn no_shadowing(e: &Expr, scope: &mut HashSet<Name>) -> Result<(), String> {
                 .iter()
                 .try_for_each(|p| bind(&p.pat, scope, &mut bound))
                 .and_then(|()| no_shadowing(body, scope)),
-            _ => e
-                .children()
-                .into_iter()
-                .try_for_each(|c| no_shadowing(c, scope)),
+            _ => e.children().try_for_each(|c| no_shadowing(c, scope)),
         };
         for n in bound {
             scope.remove(&n);

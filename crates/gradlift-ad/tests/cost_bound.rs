@@ -36,12 +36,12 @@ fn totals(m: &CheckedModule, index: usize, sizes: &HashMap<Name, f64>) -> (f64, 
 /// `paper` column of the primitive table).
 fn paper_only(e: &gradlift_lang::Expr) -> bool {
     !matches!(&e.kind, gradlift_lang::ExprKind::Prim(p, _) if !p.info().paper)
-        && e.children().into_iter().all(paper_only)
+        && e.children().all(paper_only)
 }
 
 /// Whether `e` indexes an array with a constant.
 fn indexes(e: &gradlift_lang::Expr) -> bool {
-    matches!(e.kind, gradlift_lang::ExprKind::Index(..)) || e.children().into_iter().any(indexes)
+    matches!(e.kind, gradlift_lang::ExprKind::Index(..)) || e.children().any(indexes)
 }
 
 #[test]

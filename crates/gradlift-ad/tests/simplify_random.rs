@@ -24,7 +24,7 @@ use std::sync::Arc;
 const SEEDS: u64 = 1000;
 
 fn has_call(e: &Expr) -> bool {
-    guard(|| matches!(e.kind, ExprKind::Apply(..)) || e.children().into_iter().any(has_call))
+    guard(|| matches!(e.kind, ExprKind::Apply(..)) || e.children().any(has_call))
 }
 
 /// Simplifies every definition of `module` (after `prepare`), checks the

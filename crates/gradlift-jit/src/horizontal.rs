@@ -375,10 +375,7 @@ fn evaluated_folds<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
             }
             args.iter().for_each(|a| evaluated_folds(a, out));
         }
-        _ => e
-            .children()
-            .into_iter()
-            .for_each(|c| evaluated_folds(c, out)),
+        _ => e.children().for_each(|c| evaluated_folds(c, out)),
     })
 }
 
@@ -422,7 +419,7 @@ fn binders(e: &Expr, out: &mut Vec<Name>) {
             ExprKind::Lambda(ps, _) => ps.iter().for_each(|q| q.pat.names(out)),
             _ => {}
         }
-        e.children().into_iter().for_each(|c| binders(c, out));
+        e.children().for_each(|c| binders(c, out));
     })
 }
 
@@ -440,6 +437,6 @@ fn reals_only(t: &Type) -> bool {
 fn mentions(e: &Expr, names: &[Name]) -> bool {
     gradlift_lang::deep::guard(|| match &e.kind {
         ExprKind::Var(n) => names.contains(n),
-        _ => e.children().into_iter().any(|c| mentions(c, names)),
+        _ => e.children().any(|c| mentions(c, names)),
     })
 }

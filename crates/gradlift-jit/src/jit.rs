@@ -39,8 +39,7 @@ fn default_threads() -> usize {
 fn uses_matmul(e: &gradlift_lang::syntax::Expr) -> bool {
     use gradlift_lang::syntax::{Builtin, ExprKind};
     gradlift_lang::deep::guard(|| {
-        matches!(e.kind, ExprKind::Builtin(Builtin::MatMul, _))
-            || e.children().into_iter().any(uses_matmul)
+        matches!(e.kind, ExprKind::Builtin(Builtin::MatMul, _)) || e.children().any(uses_matmul)
     })
 }
 
@@ -52,7 +51,7 @@ fn splits(e: &gradlift_lang::syntax::Expr) -> bool {
         matches!(
             e.kind,
             ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2 | ArrayOp::Reduce, ..)
-        ) || e.children().into_iter().any(splits)
+        ) || e.children().any(splits)
     })
 }
 

@@ -627,24 +627,31 @@ impl Expr {
     }
 
     /// The children, left to right.
-    pub fn children(&self) -> Vec<&Expr> {
-        match &self.kind {
+    pub fn children(&self) -> Children<'_> {
+        let none: [Option<&Expr>; 3] = [None; 3];
+        let empty: &[Expr] = &[];
+        let (fixed, rest) = match &self.kind {
             ExprKind::Const(_)
             | ExprKind::Int(_)
             | ExprKind::Literal(_)
             | ExprKind::Var(_)
-            | ExprKind::PrimFn(_) => vec![],
+            | ExprKind::PrimFn(_) => (none, empty),
             ExprKind::Prim(_, args)
             | ExprKind::Tuple(args)
             | ExprKind::ArrayLit(args)
-            | ExprKind::Builtin(_, args) => args.iter().collect(),
-            ExprKind::Let { value, body, .. } => vec![value, body],
-            ExprKind::Proj(e, _) | ExprKind::Index(e, _) => vec![e],
-            ExprKind::If(c, t, e) => vec![c, t, e],
-            ExprKind::Lambda(_, body) => vec![body],
+            | ExprKind::Builtin(_, args) => (none, args.as_slice()),
+            ExprKind::Let { value, body, .. } => ([Some(&**value), Some(&**body), None], empty),
+            ExprKind::Proj(e, _) | ExprKind::Index(e, _) => ([Some(&**e), None, None], empty),
+            ExprKind::If(c, t, e) => ([Some(&**c), Some(&**t), Some(&**e)], empty),
+            ExprKind::Lambda(_, body) => ([Some(&**body), None, None], empty),
             ExprKind::Apply(f, args)
             | ExprKind::ArrayOp(_, f, args)
-            | ExprKind::Derive(_, f, args) => std::iter::once(&**f).chain(args.iter()).collect(),
+            | ExprKind::Derive(_, f, args) => ([Some(&**f), None, None], args.as_slice()),
+        };
+        Children {
+            fixed,
+            next: 0,
+            rest: rest.iter(),
         }
     }
 
@@ -826,5 +833,29 @@ impl Module {
     /// The definition called `name`.
     pub fn def(&self, name: &str) -> Option<&Def> {
         self.defs.iter().find(|d| &*d.name == name)
+    }
+}
+
+/// The direct subterms of an expression, in order ([`Expr::children`]),
+/// without allocating: at most three held one by one, then a slice.
+#[derive(Clone, Debug)]
+pub struct Children<'a> {
+    fixed: [Option<&'a Expr>; 3],
+    next: usize,
+    rest: std::slice::Iter<'a, Expr>,
+}
+
+impl<'a> Iterator for Children<'a> {
+    type Item = &'a Expr;
+
+    fn next(&mut self) -> Option<&'a Expr> {
+        while self.next < self.fixed.len() {
+            let at = self.next;
+            self.next += 1;
+            if let Some(e) = self.fixed[at] {
+                return Some(e);
+            }
+        }
+        self.rest.next()
     }
 }

@@ -195,7 +195,7 @@ const WORK_PER_NODE: usize = super::limits::LIMITS.demand_work_per_node;
 const MIN_WORK: usize = super::limits::LIMITS.demand_min_work;
 
 fn nodes(e: &Expr) -> usize {
-    guard(|| 1 + e.children().into_iter().map(nodes).sum::<usize>())
+    guard(|| 1 + e.children().map(nodes).sum::<usize>())
 }
 
 #[derive(Default)]

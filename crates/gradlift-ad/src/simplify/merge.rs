@@ -234,7 +234,7 @@ fn projects_only(e: &Expr, p: &Name) -> bool {
             }
             projects_only(body, p)
         }
-        _ => e.children().into_iter().all(|c| projects_only(c, p)),
+        _ => e.children().all(|c| projects_only(c, p)),
     })
 }
 
@@ -250,7 +250,7 @@ fn projected_at(e: &Expr, q: &Name, path: Option<usize>) -> bool {
             ExprKind::Proj(y, i) if is_q(y) && *i == j => true,
             _ => projected_at(x, q, path),
         },
-        _ => e.children().into_iter().all(|c| projected_at(c, q, path)),
+        _ => e.children().all(|c| projected_at(c, q, path)),
     })
 }
 
@@ -401,7 +401,7 @@ fn total(e: &Expr) -> bool {
             }
             _ => true,
         };
-        ok && e.children().into_iter().all(total)
+        ok && e.children().all(total)
     })
 }
 
@@ -421,7 +421,6 @@ fn shares_work(element: &Expr, map_body: &Expr, written_out: &[Expr]) -> bool {
         }
         element
             .children()
-            .into_iter()
             .any(|c| shares_work(c, map_body, written_out))
     })
 }
@@ -487,5 +486,5 @@ fn nodes(e: &Expr, limit: usize) -> usize {
 
 /// Whether `wanted` occurs in `e` (up to the names of binders).
 fn occurs(wanted: &Expr, e: &Expr) -> bool {
-    guard(|| Alpha::new(false).eq(e, wanted) || e.children().into_iter().any(|c| occurs(wanted, c)))
+    guard(|| Alpha::new(false).eq(e, wanted) || e.children().any(|c| occurs(wanted, c)))
 }

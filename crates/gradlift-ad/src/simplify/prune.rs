@@ -218,7 +218,7 @@ fn count_proj(e: &Expr, x: &Name, i: usize) -> usize {
         ExprKind::Proj(inner, j) if matches!(&inner.kind, ExprKind::Var(n) if n == x) => {
             usize::from(*j == i)
         }
-        _ => e.children().into_iter().map(|c| count_proj(c, x, i)).sum(),
+        _ => e.children().map(|c| count_proj(c, x, i)).sum(),
     })
 }
 
@@ -230,7 +230,7 @@ fn binds(e: &Expr, n: &Name) -> bool {
             ExprKind::Lambda(params, _) => params.iter().any(|p| pattern_binds(&p.pat, n)),
             _ => false,
         };
-        here || e.children().into_iter().any(|c| binds(c, n))
+        here || e.children().any(|c| binds(c, n))
     })
 }
 

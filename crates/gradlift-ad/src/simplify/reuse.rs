@@ -141,7 +141,7 @@ fn cannot_fail(e: &Expr) -> bool {
 fn calls(e: &Expr) -> bool {
     guard(|| match &e.kind {
         ExprKind::Prim(p, args) => transcendental(*p) || args.iter().any(calls),
-        _ => e.children().into_iter().any(calls),
+        _ => e.children().any(calls),
     })
 }
 
@@ -173,6 +173,6 @@ pub(super) fn replace_first(e: &mut Expr, wanted: &Expr, by: &Expr) -> bool {
 fn count_var(e: &Expr, v: &Name) -> usize {
     guard(|| match &e.kind {
         ExprKind::Var(n) => usize::from(n == v),
-        _ => e.children().into_iter().map(|c| count_var(c, v)).sum(),
+        _ => e.children().map(|c| count_var(c, v)).sum(),
     })
 }

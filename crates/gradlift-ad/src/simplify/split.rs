@@ -171,10 +171,7 @@ fn consumers(e: &Expr, p: &Name, arity: usize, out: &mut Vec<Consumer>) -> bool 
             let mut inner = Vec::new();
             consumers(body, p, arity, &mut inner) && inner.is_empty()
         }
-        _ => e
-            .children()
-            .into_iter()
-            .all(|c| consumers(c, p, arity, out)),
+        _ => e.children().all(|c| consumers(c, p, arity, out)),
     })
 }
 
@@ -656,7 +653,7 @@ fn derived_from(
 fn reads_elem(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Var(n) => &**n == ELEM,
-        _ => e.children().into_iter().any(reads_elem),
+        _ => e.children().any(reads_elem),
     }
 }
 

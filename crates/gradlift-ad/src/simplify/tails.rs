@@ -86,7 +86,7 @@ pub(super) fn projected(e: &Expr, x: &Name, used: &mut [bool]) -> bool {
             }
         }
         ExprKind::Var(n) => n != x,
-        _ => e.children().into_iter().all(|c| projected(c, x, used)),
+        _ => e.children().all(|c| projected(c, x, used)),
     })
 }
 

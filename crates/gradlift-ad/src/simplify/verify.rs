@@ -82,7 +82,7 @@ fn check(e: &Expr, function_position: bool) -> Result<(), (Span, String)> {
                     .enumerate()
                     .try_for_each(|(i, a)| check(a, step && i == 0))
             }
-            _ => e.children().into_iter().try_for_each(|c| check(c, false)),
+            _ => e.children().try_for_each(|c| check(c, false)),
         }
     })
 }

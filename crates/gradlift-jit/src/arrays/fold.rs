@@ -562,7 +562,7 @@ fn runs_loops(a: &Source<'_>) -> bool {
         gradlift_lang::deep::guard(|| match &e.kind {
             ExprKind::ArrayOp(..) => true,
             ExprKind::Builtin(b, _) if !matches!(b, Builtin::Len | Builtin::Get) => true,
-            _ => e.children().into_iter().any(builds),
+            _ => e.children().any(builds),
         })
     }
     match a {

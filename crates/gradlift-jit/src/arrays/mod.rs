@@ -424,7 +424,7 @@ impl Translator<'_, '_> {
 pub(super) fn mentions_of(e: &Expr, name: &gradlift_lang::Name) -> usize {
     gradlift_lang::deep::guard(|| match &e.kind {
         ExprKind::Var(x) => usize::from(x == name),
-        _ => e.children().into_iter().map(|c| mentions_of(c, name)).sum(),
+        _ => e.children().map(|c| mentions_of(c, name)).sum(),
     })
 }
 

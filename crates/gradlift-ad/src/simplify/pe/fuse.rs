@@ -301,7 +301,7 @@ fn nodes(e: &Expr, budget: &mut usize) -> bool {
         return false;
     }
     *budget -= 1;
-    e.children().into_iter().all(|c| nodes(c, budget))
+    e.children().all(|c| nodes(c, budget))
 }
 
 /// `if c then v else 0ₛ` (or `if c then 0ₛ else v`) as residual code: the
