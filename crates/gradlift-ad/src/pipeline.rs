@@ -194,39 +194,27 @@ pub const PASSES: &[Pass] = &[
         view: false,
         run: |c| {
             // The source program moves to `c.source`, where later passes
-            // read it, and the gradient takes its place (back where it
-            // was on an error); a long chain's tree is not copied.
+            // read it, and the gradient takes its place: a long chain's
+            // tree is not copied. (On an error the compilation ends.)
             let source = c.program.take().expect("`source` runs first");
-            let differentiated = (|| {
-                // By default, every parameter that holds reals.
-                let wrt_names = c.wrt.clone().unwrap_or_else(|| {
-                    direct::differentiated(&source.context(), None)
-                        .into_iter()
-                        .map(|(n, _)| n)
-                        .collect()
-                });
-                let wrt = direct::check_wrt(&source, &wrt_names)?;
-                let term = if crate::reversed_loops::has_revwhile(&source.body) {
-                    // A `while` loop's reverse, which reverse mode cannot
-                    // reverse: this gradient is taken by forward mode.
-                    crate::derivatives::forward_gradient(c.module, &source, &wrt, c.options)?
-                } else {
-                    match c.options.route {
-                        Route::Unf => {
-                            unf_inverse::reverse(&source, &wrt_names, c.options.construction)?
-                        }
-                        Route::Direct => {
-                            direct::reverse(&source, &wrt_names, c.options.construction)?
-                        }
+            // By default, every parameter that holds reals.
+            let wrt_names = c.wrt.clone().unwrap_or_else(|| {
+                direct::differentiated(&source.context(), None)
+                    .into_iter()
+                    .map(|(n, _)| n)
+                    .collect()
+            });
+            let wrt = direct::check_wrt(&source, &wrt_names)?;
+            let term = if crate::reversed_loops::has_revwhile(&source.body) {
+                // A `while` loop's reverse, which reverse mode cannot
+                // reverse: this gradient is taken by forward mode.
+                crate::derivatives::forward_gradient(c.module, &source, &wrt, c.options)?
+            } else {
+                match c.options.route {
+                    Route::Unf => {
+                        unf_inverse::reverse(&source, &wrt_names, c.options.construction)?
                     }
-                };
-                Ok((wrt, term))
-            })();
-            let (wrt, term) = match differentiated {
-                Ok(done) => done,
-                Err(e) => {
-                    c.program = Some(source);
-                    return Err(e);
+                    Route::Direct => direct::reverse(&source, &wrt_names, c.options.construction)?,
                 }
             };
             let grads: Vec<Type> = wrt.iter().map(|(_, t)| t.clone()).collect();

@@ -170,34 +170,10 @@ pub(super) fn map_children(e: Expr, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
     Expr::new(kind, span)
 }
 
-/// Calls `f` on each child of `e`, left to right, without allocating.
+/// Calls `f` on each child of `e`, left to right, without allocating
+/// ([`Expr::children`]).
 pub(super) fn for_each_child<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
-    match &e.kind {
-        ExprKind::Const(_)
-        | ExprKind::Int(_)
-        | ExprKind::Literal(_)
-        | ExprKind::Var(_)
-        | ExprKind::PrimFn(_) => {}
-        ExprKind::Prim(_, xs)
-        | ExprKind::Tuple(xs)
-        | ExprKind::ArrayLit(xs)
-        | ExprKind::Builtin(_, xs) => xs.iter().for_each(f),
-        ExprKind::Let { value, body, .. } => {
-            f(value);
-            f(body);
-        }
-        ExprKind::Proj(x, _) | ExprKind::Index(x, _) => f(x),
-        ExprKind::If(c, t, e) => {
-            f(c);
-            f(t);
-            f(e);
-        }
-        ExprKind::Lambda(_, body) => f(body),
-        ExprKind::Apply(g, xs) | ExprKind::ArrayOp(_, g, xs) | ExprKind::Derive(_, g, xs) => {
-            f(g);
-            xs.iter().for_each(f);
-        }
-    }
+    e.children().for_each(f)
 }
 
 /// A variable or a constant.
