@@ -678,6 +678,46 @@ fn an_array_component_of_the_row_itself_is_rebuilt_from_the_row() {
     );
 }
 
+#[test]
+fn a_layers_weight_cotangent_is_rebuilt_from_a_real_per_unit() {
+    // A row's cotangent of a layer's weights, `map2 (g, a. map (c. c *
+    // g.0 * a) x) D v`, is an `h × d` array per row; it sits in a tuple
+    // nested in the row's value, which the fold reads beside the errors'
+    // cotangents. Stored, it is `map (g. g.0) D`, `h` reals per row, and
+    // the fold rebuilds the array from them and the row of `X`.
+    let input = "let P = map (x. let D = map2 (row, bias. let t = tanh(reduce (+) 0 (map2 (*) row x) + bias) in (1 - t * t, t)) W b in \
+                   (reduce (+) 0 (map2 (g, a. g.1 * a) D v), \
+                    (map2 (g, a. map (c. c * g.0 * a) x) D v, map2 (g, a. g.0 * a) D v))) X in \
+                 (map (q. q.0) P, \
+                  foldl (acc, q. (map2 (r, s. map2 (+) r (map (c. c * q.1) s)) acc.0 q.0.0, \
+                                  map2 (+) acc.1 (map (c. c * q.1) q.0.1))) \
+                        (W, b) (map2 (a, e. (a, e)) (map (g. g.1) P) z))";
+    let (out, stats) = simp(&term(input));
+    assert!(stats.count(Rule::RebuiltComponent) > 0, "fired: {stats}");
+    // What the rows' map stores is reals per unit: the products with the
+    // row are computed in the fold only.
+    let ExprKind::Let { value, body, .. } = &out.kind else {
+        panic!("{out}")
+    };
+    assert!(!value.to_string().contains("map (c"), "{out}");
+    assert!(body.to_string().contains("map (c"), "{out}");
+    let types = typed(&[
+        ("v", "[R; h]"),
+        ("b", "[R; h]"),
+        ("W", "[[R; d]; h]"),
+        ("X", "[[R; d]; m]"),
+        ("z", "[R; m]"),
+    ]);
+    let vals = values(&[
+        ("v", Value::reals(&[0.5, -1.25])),
+        ("b", Value::reals(&[0.1, -0.2])),
+        ("W", two_rows()),
+        ("X", two_rows()),
+        ("z", Value::reals(&[0.75, -3.0])),
+    ]);
+    assert_same_meaning(&term(input), &out, &types, &["d", "h", "m"], &vals);
+}
+
 // ---- Sibling maps
 
 #[test]

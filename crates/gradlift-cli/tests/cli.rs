@@ -561,6 +561,35 @@ fn emitted_stages_print_and_the_target_parses_back() {
 }
 
 #[test]
+fn the_optimized_gradient_of_every_example_parses_back() {
+    // The rules bind names no program can write; the printed program
+    // names them afresh, as identifiers.
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("grad") {
+            continue;
+        }
+        let out = gradlift(&["emit", text(&path), "--grad", "--stage", "opt"]);
+        if !out.status.success() {
+            // The last function does not return a real.
+            continue;
+        }
+        let program = temp_file("opt_back.grad", &stdout(&out));
+        let back = gradlift(&["emit", text(&program), "--stage", "source"]);
+        assert!(
+            back.status.success(),
+            "{}: {}",
+            path.display(),
+            stderr(&back)
+        );
+        checked += 1;
+    }
+    assert!(checked >= 10, "{checked} examples");
+}
+
+#[test]
 fn cost_json_has_exactly_the_documented_fields() {
     let out = gradlift(&["cost", DOT, "--sizes", "n=10", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));

@@ -110,8 +110,12 @@ impl Names {
         }
     }
 
-    /// A name not handed out or reserved before, close to `hint`.
+    /// A name not handed out or reserved before, close to `hint`: an
+    /// identifier a program could write (the `·` of the binders the rules
+    /// make, which no program can shadow, is dropped), so printed terms
+    /// parse back.
     pub fn fresh(&mut self, hint: &str) -> Name {
+        let hint = hint.trim_start_matches('·');
         let stem = match hint.rsplit_once('_') {
             Some((s, digits))
                 if !s.is_empty()

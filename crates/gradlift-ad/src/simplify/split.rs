@@ -39,13 +39,22 @@
 //! stored as those reals and rebuilt where it is read (rule
 //! `rebuilt-component`); `W` may also be the map's own element of an
 //! array `A` (the cotangent `map (b. b * s) x` of `w` in `w · x`), and the
-//! consumers then read the pairs of `P` and `A`. Neither rule is in the
-//! paper; both compute the same operations on the same operands as the
-//! stored term did.
+//! consumers then read the pairs of `P` and `A`. One level down, a map over
+//! an array `D` the body binds of such maps — a layer's weight cotangent,
+//! `map2 (g, a. map (b. b * g.0 * a) x) D v` — is stored as `map (g. g.0)
+//! D` and rebuilt over it. Both rules rewrite the element's tuple or a
+//! tuple literal inside it (the partials a merged map returns beside its
+//! value), and the consumers may read it through views: `P`, a projection
+//! map of it, or the pairs of such an argument and another array
+//! (`tails::views`). Neither rule is in the paper; both compute the same
+//! operations on the same operands as the stored term did.
 
+use super::alpha::Alpha;
 use super::remat::Recompute;
 use super::rules::{Rule, Stats};
-use super::tails::{keep_components, numbering, projected, renumber, tail_arity};
+use super::tails::{
+    keep_components, numbering, projected, reads_at, renumber, rewrite_reads, tail_arity, views,
+};
 use super::term::{children_mut, var};
 use gradlift_lang::deep::guard;
 use gradlift_lang::syntax::*;
@@ -67,11 +76,11 @@ fn walk(e: &mut Expr, stats: &mut Stats, changed: &mut bool) {
             body,
         } = &mut e.kind
         {
-            while narrow(p, value, body) {
+            while targets(value).iter().any(|t| narrow(p, value, body, t)) {
                 stats.fire(Rule::DerivedComponent);
                 *changed = true;
             }
-            while rebuild(p, value, body) {
+            while targets(value).iter().any(|t| rebuild(p, value, body, t)) {
                 stats.fire(Rule::RebuiltComponent);
                 *changed = true;
             }
@@ -90,12 +99,14 @@ fn walk(e: &mut Expr, stats: &mut Stats, changed: &mut bool) {
 struct Consumer {
     /// The operation.
     op: ArrayOp,
-    /// The components its function reads.
+    /// The components of the target tuple its function reads.
     reads: Vec<bool>,
     /// Whether it is a reduction (`reduce`, `foldl`).
     folds: bool,
+    /// Whether the argument is `P` itself (not a view of it, see
+    /// [`views`]).
+    direct: bool,
 }
-
 /// Whether component `i` of every tail of `e` is built by an array
 /// operation.
 fn array_built(e: &Expr, i: usize) -> bool {
@@ -126,52 +137,53 @@ pub(super) fn param_of(op: ArrayOp, k: usize) -> Option<usize> {
     }
 }
 
-/// Collects the consumers of `p` in `e`; false if some use of `p` is not
-/// one.
-fn consumers(e: &Expr, p: &Name, arity: usize, out: &mut Vec<Consumer>) -> bool {
+/// Collects the consumers of `p` in `e` that read the tuple at path `t`
+/// of its elements (of `arity` components) through [`views`]; false if
+/// some use of `p` is not one, or reads that tuple whole.
+fn consumers(e: &Expr, p: &Name, t: &[usize], arity: usize, out: &mut Vec<Consumer>) -> bool {
     guard(|| match &e.kind {
         ExprKind::Var(n) => n != p,
         ExprKind::ArrayOp(op, f, args)
-            if args
-                .iter()
-                .any(|a| matches!(&a.kind, ExprKind::Var(n) if n == p)) =>
+            if matches!(f.kind, ExprKind::Lambda(..))
+                && args.iter().any(|a| views(a, p, t).is_some()) =>
         {
             let ExprKind::Lambda(params, body) = &f.kind else {
-                return false;
+                unreachable!("matched above")
             };
             for (k, a) in args.iter().enumerate() {
-                if !matches!(&a.kind, ExprKind::Var(n) if n == p) {
-                    if !consumers(a, p, arity, out) {
+                let Some(at) = views(a, p, t) else {
+                    if !consumers(a, p, t, arity, out) {
                         return false;
                     }
                     continue;
-                }
+                };
                 let Some(Pattern::Var(q, _)) =
                     param_of(*op, k).and_then(|j| params.get(j)).map(|x| &x.pat)
                 else {
                     return false;
                 };
                 let mut reads = vec![false; arity];
-                if !projected(body, q, &mut reads) {
+                if !reads_at(body, q, &at, &mut reads) {
                     return false;
                 }
                 out.push(Consumer {
                     op: *op,
                     reads,
                     folds: matches!(op, ArrayOp::Reduce | ArrayOp::Foldl(_)),
+                    direct: matches!(a.kind, ExprKind::Var(_)),
                 });
             }
             // `p` inside the function itself would be read per element.
             let mut none = Vec::new();
-            consumers(body, p, arity, &mut none) && none.is_empty()
+            consumers(body, p, t, arity, &mut none) && none.is_empty()
         }
         ExprKind::Lambda(_, body) => {
             // A use inside another lambda would compute the map per element
             // of that lambda's operation.
             let mut inner = Vec::new();
-            consumers(body, p, arity, &mut inner) && inner.is_empty()
+            consumers(body, p, t, arity, &mut inner) && inner.is_empty()
         }
-        _ => e.children().all(|c| consumers(c, p, arity, out)),
+        _ => e.children().all(|c| consumers(c, p, t, arity, out)),
     })
 }
 
@@ -186,7 +198,10 @@ fn split(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
         return false;
     };
     let mut found = Vec::new();
-    if !consumers(body, p, arity, &mut found) || found.len() < 2 {
+    if !consumers(body, p, &[], arity, &mut found)
+        || found.len() < 2
+        || !found.iter().all(|c| c.direct)
+    {
         return false;
     }
     let arrays: Vec<bool> = (0..arity).map(|i| array_built(map_body, i)).collect();
@@ -210,7 +225,7 @@ fn split(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
             args.clone(),
         ))
     };
-    rewrite(body, p, &mut |op2, f2, k| {
+    rewrite(body, p, &[], &mut |op2, f2, k, _, _| {
         let (q, b) = element_param(op2, f2, k);
         let q = &q;
         let mut reads = vec![false; arity];
@@ -229,46 +244,98 @@ fn split(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
 }
 
 /// What [`narrow`] and [`rebuild`] need of `let P = map (… . e) A⃗ in
-/// body`: `e`'s tuple (one tail, at the end of its `let`s), the names
-/// bound in the map (its parameters and `e`'s binders) and, among them,
-/// those `e`'s `let`s bind to a primitive or a constant (reals).
+/// body` and a target tuple of `P`'s elements: the target's components
+/// (in `e`'s one tail, at the end of its `let`s: the tail itself, or a
+/// tuple literal in it), the names bound in the map (its parameters and
+/// `e`'s binders) and, among `e`'s `let`s, those binding a primitive or a
+/// constant (reals) and those binding an array operation (arrays).
 struct Elements<'a> {
     es: &'a [Expr],
     inner: Vec<Name>,
     reals: Vec<Name>,
+    arrays: Vec<Name>,
     /// The map's parameters and its arrays.
     params: &'a [Param],
-    arrays: &'a [Expr],
+    args: &'a [Expr],
     /// The operations reading `P`.
-    ops: Vec<ArrayOp>,
+    consumers: Vec<Consumer>,
 }
 
-/// [`Elements`] of `value` when every use of `p` in `body` is the array
-/// argument of an array operation that only projects its element.
-fn elements<'a>(p: &Name, value: &'a Expr, body: &Expr) -> Option<Elements<'a>> {
-    let ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, f, arrays) = &value.kind else {
+/// The paths of the tuples of `value`'s elements that [`narrow`] and
+/// [`rebuild`] rewrite: its tail (`[]`) and each component of the tail
+/// that is a tuple literal (`[j]`, the partial derivatives a merged map
+/// returns beside its value).
+fn targets(value: &Expr) -> Vec<Vec<usize>> {
+    let mut out = vec![Vec::new()];
+    if let Some(es) = map_tail(value) {
+        out.extend(
+            es.iter()
+                .enumerate()
+                .filter(|(_, c)| matches!(c.kind, ExprKind::Tuple(_)))
+                .map(|(j, _)| vec![j]),
+        );
+    }
+    out
+}
+
+/// The components of the tuple ending the body of the map `value`, after
+/// its `let`s.
+fn map_tail(value: &Expr) -> Option<&[Expr]> {
+    let ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, f, _) = &value.kind else {
+        return None;
+    };
+    let ExprKind::Lambda(_, body) = &f.kind else {
+        return None;
+    };
+    let mut tail: &Expr = body;
+    while let ExprKind::Let { body, .. } = &tail.kind {
+        tail = body;
+    }
+    match &tail.kind {
+        ExprKind::Tuple(es) => Some(es),
+        _ => None,
+    }
+}
+
+/// [`Elements`] of `value` and the tuple at path `t` when every use of `p`
+/// in `body` is the array argument of an array operation that reads that
+/// tuple only by projections.
+fn elements<'a>(p: &Name, value: &'a Expr, body: &Expr, t: &[usize]) -> Option<Elements<'a>> {
+    let ExprKind::ArrayOp(ArrayOp::Map | ArrayOp::Map2, f, args) = &value.kind else {
         return None;
     };
     let ExprKind::Lambda(params, map_body) = &f.kind else {
         return None;
     };
-    let arity = tail_arity(map_body).filter(|k| *k >= 2)?;
-    let mut reals = Vec::new();
+    let (mut reals, mut arrays) = (Vec::new(), Vec::new());
     let mut tail = &**map_body;
     while let ExprKind::Let {
         pat, value, body, ..
     } = &tail.kind
     {
-        if let (Pattern::Var(n, _), ExprKind::Prim(..) | ExprKind::Const(_)) = (pat, &value.kind) {
-            reals.push(n.clone());
+        match (pat, &value.kind) {
+            (Pattern::Var(n, _), ExprKind::Prim(..) | ExprKind::Const(_)) => reals.push(n.clone()),
+            (Pattern::Var(n, _), ExprKind::ArrayOp(..)) => arrays.push(n.clone()),
+            _ => {}
         }
         tail = body;
     }
-    let ExprKind::Tuple(es) = &tail.kind else {
+    let ExprKind::Tuple(top) = &tail.kind else {
         return None;
     };
+    let es = match t {
+        [] => top,
+        [j] => match &top.get(*j)?.kind {
+            ExprKind::Tuple(es) => es,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    if es.len() < 2 {
+        return None;
+    }
     let mut found = Vec::new();
-    if !consumers(body, p, arity, &mut found) || found.is_empty() {
+    if !consumers(body, p, t, es.len(), &mut found) || found.is_empty() {
         return None;
     }
     let mut inner = Vec::new();
@@ -280,20 +347,11 @@ fn elements<'a>(p: &Name, value: &'a Expr, body: &Expr) -> Option<Elements<'a>> 
         es,
         inner,
         reals,
-        params,
         arrays,
-        ops: found.iter().map(|c| c.op).collect(),
+        params,
+        args,
+        consumers: found,
     })
-}
-
-/// Applies `f` to the function body of each consumer of `p` in `body`,
-/// with the name of its element's parameter.
-fn each_reader(body: &mut Expr, p: &Name, f: &mut dyn FnMut(&Name, &mut Expr)) {
-    rewrite(body, p, &mut |op, g, k| {
-        let (q, b) = element_param(op, g, k);
-        f(&q, b);
-        None
-    });
 }
 
 /// The parameter through which the function `g` of a consumer reads its
@@ -309,21 +367,93 @@ fn element_param(op: ArrayOp, g: &mut Expr, k: usize) -> (Name, &mut Expr) {
     (q.clone(), Arc::make_mut(b))
 }
 
-/// The body of the map bound to `P`, to rewrite.
-fn map_body_mut(value: &mut Expr) -> &mut Expr {
+/// The tuple at path `t` of the elements of the map `value` (checked by
+/// [`elements`]).
+fn target_mut<'a>(value: &'a mut Expr, t: &[usize]) -> &'a mut Expr {
     let ExprKind::ArrayOp(_, f, _) = &mut value.kind else {
         unreachable!("checked by `elements`")
     };
     let ExprKind::Lambda(_, map_body) = &mut f.kind else {
         unreachable!("checked by `elements`")
     };
-    Arc::make_mut(map_body)
+    let mut tail = Arc::make_mut(map_body);
+    while let ExprKind::Let { ref mut body, .. } = tail.kind {
+        tail = body;
+    }
+    for j in t {
+        let ExprKind::Tuple(es) = &mut tail.kind else {
+            unreachable!("checked by `elements`")
+        };
+        tail = &mut es[*j];
+    }
+    tail
 }
 
-/// Removes one derived component of `P`'s elements (see the module
+/// Rewrites the target tuple of `P`'s elements: component `i` goes (or
+/// becomes `replacement`'s components when given), `appended` components
+/// are added at the end; a single component left is not a tuple.
+fn reshape(value: &mut Expr, t: &[usize], i: usize, appended: Vec<Expr>) {
+    let tuple = target_mut(value, t);
+    let ExprKind::Tuple(es) = &mut tuple.kind else {
+        unreachable!("checked by `elements`")
+    };
+    es.remove(i);
+    es.extend(appended);
+    if es.len() == 1 {
+        let one = es.pop().expect("one component");
+        *tuple = one;
+    }
+}
+
+/// `x.k` of the target tuple after a rewrite leaving `single` component
+/// (then `x` itself).
+fn read(x: &Expr, k: usize, single: bool) -> Expr {
+    if single {
+        x.clone()
+    } else {
+        Expr::synth(ExprKind::Proj(Box::new(x.clone()), k))
+    }
+}
+
+/// `term` read at `x`: each `ELEM.k` becomes `x.k` ([`read`]).
+fn instantiate(term: &Expr, x: &Expr, single: bool) -> Expr {
+    let mut e = term.clone();
+    fn go(e: &mut Expr, x: &Expr, single: bool) {
+        guard(|| {
+            if let ExprKind::Proj(y, k) = &e.kind {
+                if matches!(&y.kind, ExprKind::Var(n) if &**n == ELEM) {
+                    *e = read(x, *k, single);
+                    return;
+                }
+            }
+            for c in children_mut(e) {
+                go(c, x, single);
+            }
+        })
+    }
+    go(&mut e, x, single);
+    e
+}
+
+/// Renumbers each `ELEM.j` in `e` to `ELEM.map[j]`.
+fn renumber_elem(e: &mut Expr, map: &[Option<usize>]) {
+    guard(|| {
+        if let ExprKind::Proj(y, j) = &mut e.kind {
+            if matches!(&y.kind, ExprKind::Var(n) if &**n == ELEM) {
+                *j = map[*j].expect("a kept component");
+                return;
+            }
+        }
+        for c in children_mut(e) {
+            renumber_elem(c, map);
+        }
+    })
+}
+
+/// Removes one derived component of the target tuple (see the module
 /// documentation); whether it did.
-fn narrow(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
-    let Some(Elements { es, inner, .. }) = elements(p, value, body) else {
+fn narrow(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>, t: &[usize]) -> bool {
+    let Some(Elements { es, inner, .. }) = elements(p, value, body, t) else {
         return false;
     };
     let arity = es.len();
@@ -331,7 +461,7 @@ fn narrow(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
     // are read where they are by `tuple-arg`, and an array left holding
     // only a constant would become a `Fill`, whose structural zeros the
     // array rules drop where the stored numbers were opaque.
-    let Some((i, derived)) = (0..arity).find_map(|i| {
+    let Some((i, mut derived)) = (0..arity).find_map(|i| {
         let d = derived_from(&es[i], i, es, &inner, &mut Recompute::element())?;
         reads_elem(&d).then_some((i, d))
     }) else {
@@ -340,187 +470,341 @@ fn narrow(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
     // Each consumer computes component `i` from the others.
     let keep: Vec<bool> = (0..arity).map(|j| j != i).collect();
     let (map, single) = numbering(&keep);
-    each_reader(body, p, &mut |q, b| {
-        substitute_proj(b, q, i, &derived);
-        renumber(b, q, &map, single);
+    renumber_elem(&mut derived, &map);
+    rewrite(body, p, t, &mut |op, g, k, at, _| {
+        let (q, b) = element_param(op, g, k);
+        rewrite_reads(b, &q, at, &|j, x| match map[j] {
+            Some(k) => read(x, k, single),
+            None => instantiate(&derived, x, single),
+        });
+        None
     });
-    let b = map_body_mut(value);
-    let old = std::mem::replace(b, Expr::synth(ExprKind::Const(0.0)));
-    *b = keep_components(old, &keep);
+    reshape(value, t, i, Vec::new());
     true
 }
 
-/// Replaces one component of `P`'s elements that is `map (a. E) W` —
-/// `W` bound outside the map, `E` primitives within [`Recompute`]'s budget
-/// over `a`, constants, variables bound outside and at most two reals
-/// bound in the body — by those reals: each consumer reading it rebuilds
-/// the map from them where it reads it (rule `rebuilt-component`). The
-/// gradient of `log(1 + exp(-y·(w·x)))` with respect to a row `x` is
-/// `map (a. a * s) w` for a real `s` of the row: stored, it is an `m × d`
-/// array written once and read once; rebuilt, each consumer computes the
-/// same products in the same order from `s`. Likewise the gradient with
-/// respect to `w`, `map (b. b * s) x` of the row `x` itself: its
-/// consumers (maps and `foldl`s, whose element is a parameter of its own)
-/// then read `zip(P, X)`, and a fold summing it over the rows reads `X`
-/// beside `s` instead of an `m × d` array or a copy of the map computing
-/// `w · x` again (`map-split`). Components of an outer `W` go first: after
-/// a row, the consumers no longer only project `P`'s element.
-fn rebuild(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>) -> bool {
-    let Some(Elements {
-        es,
-        inner,
-        reals,
-        params,
-        arrays,
-        ops,
-    }) = elements(p, value, body)
-    else {
+/// Replaces one component of the target tuple that is an array rebuilt
+/// cheaply from a few values of the element — `map (a. E) W`, `W` bound
+/// outside the map, `E` primitives within [`Recompute`]'s budget over `a`,
+/// constants, variables bound outside and at most two reals bound in the
+/// body — by those values: each consumer reading it rebuilds the array
+/// from them where it reads it (rule `rebuilt-component`). The gradient
+/// of `log(1 + exp(-y·(w·x)))` with respect to a row `x` is `map (a. a *
+/// s) w` for a real `s` of the row: stored, it is an `m × d` array written
+/// once and read once; rebuilt, each consumer computes the same products
+/// in the same order from `s`. Likewise the gradient with respect to `w`,
+/// `map (b. b * s) x` of the row `x` itself: its consumers (maps and
+/// `foldl`s, whose element is a parameter of its own) then read `zip(P,
+/// X)`, and a fold summing it over the rows reads `X` beside `s` instead
+/// of an `m × d` array or a copy of the map computing `w · x` again
+/// (`map-split`). One level down, the cotangent of a layer's weights,
+/// `map2 (g, a. map (b. b * g.0 * a) x) D v` for an array `D` the body
+/// binds (a real `g.0` per unit), is stored as `map (g. g.0) D` — a real
+/// per unit, not a row per unit — and rebuilt over it. Components of an
+/// outer `W` go first.
+fn rebuild(p: &Name, value: &mut Box<Expr>, body: &mut Box<Expr>, t: &[usize]) -> bool {
+    let Some(el) = elements(p, value, body, t) else {
         return false;
     };
-    let arity = es.len();
-    // Each consumer reads its element through one parameter of its own
-    // (not a `reduce`, whose accumulator is an element too), so it can
-    // read the pairs of `P` and a row.
-    let pairs_ok = ops
-        .iter()
-        .all(|op| matches!(op, ArrayOp::Map | ArrayOp::Map2 | ArrayOp::Foldl(_)));
-    let candidate = |(i, c): (usize, &Expr)| {
-        let ExprKind::ArrayOp(ArrayOp::Map, g, args) = &c.kind else {
-            return None;
-        };
-        let [w] = args.as_slice() else {
-            return None;
-        };
-        let ExprKind::Var(n) = &w.kind else {
-            return None;
-        };
-        // `W` is bound outside the map, or it is the map's element of an
-        // array `A` (a variable) that the consumers then read beside `P`.
-        let row = if inner.contains(n) {
-            let j = params
-                .iter()
-                .position(|q| matches!(&q.pat, Pattern::Var(m, _) if m == n))?;
-            let a = arrays
-                .get(j)
-                .filter(|a| matches!(a.kind, ExprKind::Var(_)))?;
-            if !pairs_ok {
-                return None;
-            }
-            Some(a.clone())
-        } else {
-            None
-        };
-        let w = match row {
-            Some(_) => Expr::synth(ExprKind::Var(Name::from(ROW))),
-            None => w.clone(),
-        };
-        let ExprKind::Lambda(ps, e) = &g.kind else {
-            return None;
-        };
-        let [Param {
-            pat: Pattern::Var(a, _),
-            ..
-        }] = ps.as_slice()
-        else {
-            return None;
-        };
-        let mut scalars: Vec<Name> = Vec::new();
-        let e = over_scalars(
-            e,
-            a,
-            &inner,
-            &reals,
-            &mut scalars,
-            &mut Recompute::element(),
-        )?;
-        (!scalars.is_empty() && scalars.len() <= 2).then(|| {
-            let g = Expr::synth(ExprKind::Lambda(ps.clone(), Arc::new(e)));
-            let map = Expr::synth(ExprKind::ArrayOp(ArrayOp::Map, Box::new(g), vec![w]));
-            (i, map, scalars, row)
+    let arity = el.es.len();
+    // A consumer that reads the rebuilt component beside the row reads its
+    // element through one parameter of its own (not a `reduce`, whose
+    // accumulator is an element too), so it can read the pairs of `P` and
+    // the row's array.
+    let pairs_ok = |i: usize| {
+        el.consumers.iter().all(|c| {
+            !c.reads[i] || matches!(c.op, ArrayOp::Map | ArrayOp::Map2 | ArrayOp::Foldl(_))
         })
     };
-    // Rows last: a consumer reading `zip(P, A)` no longer only projects
-    // its element, so no rule rewrites `P` after that.
-    let mut found: Vec<_> = es.iter().enumerate().filter_map(candidate).collect();
+    let mut found: Vec<(usize, Template)> = (0..arity)
+        .filter_map(|i| {
+            let found = Template::of(&el, &el.es[i])?;
+            (found.row.is_none() || pairs_ok(i)).then_some((i, found))
+        })
+        .collect();
     let Some(k) = found
         .iter()
-        .position(|c| c.3.is_none())
+        .position(|c| c.1.row.is_none())
         .or((!found.is_empty()).then_some(0))
     else {
         return false;
     };
-    let (i, rebuilt, scalars, row) = found.swap_remove(k);
-    // Consumers: `q.i` becomes the map over `q`'s new components; the
-    // others are renumbered (component `i` removed, the reals appended).
+    let (i, Template { term, stored, row }) = found.swap_remove(k);
+    // Component `i` goes; each stored value is read from a component that
+    // is that value already, or from a new one at the end.
     let keep: Vec<bool> = (0..arity).map(|j| j != i).collect();
     let (map, _) = numbering(&keep);
-    // Where each real is read: a component that is that variable already,
-    // or a new one at the end.
-    let mut appended = Vec::new();
-    let slots: Vec<usize> = scalars
-        .iter()
-        .map(|s| {
-            let same = |c: &Expr| matches!(&c.kind, ExprKind::Var(n) if n == s);
-            match (0..arity).find(|j| *j != i && same(&es[*j])) {
-                Some(j) => map[j].expect("kept"),
-                None => {
-                    appended.push(s.clone());
-                    arity - 2 + appended.len()
-                }
+    let mut appended: Vec<Expr> = Vec::new();
+    let mut slots = Vec::new();
+    for (_, value) in &stored {
+        let same = (0..arity).find(|j| *j != i && Alpha::new(false).eq(&el.es[*j], value));
+        slots.push(match same {
+            Some(j) => map[j].expect("kept"),
+            None => {
+                appended.push(value.clone());
+                arity - 2 + appended.len()
             }
-        })
-        .collect();
-    rewrite(body, p, &mut |op, g, k| {
-        let (q, b) = element_param(op, g, k);
-        let q = &q;
-        substitute_proj(b, q, i, &rebuilt);
-        renumber(b, q, &map, false);
-        for (s, k) in scalars.iter().zip(&slots) {
-            rename_scalar(b, s, q, *k);
-        }
-        // With a row: the consumer reads `zip(P, A)`, `P`'s element as
-        // `q.0` and the row as `q.1`.
-        let a = row.as_ref()?;
-        read_pairs(b, q);
-        Some(zip(var(p), a.clone()))
-    });
-    let mut tail = map_body_mut(value);
-    while let ExprKind::Let { ref mut body, .. } = tail.kind {
-        tail = body;
+        });
     }
-    let ExprKind::Tuple(es) = &mut tail.kind else {
-        unreachable!("checked by `elements`")
-    };
-    es.remove(i);
-    es.extend(appended.iter().map(var));
+    let single = arity - 1 + appended.len() == 1;
+    let mut term = term;
+    for ((name, _), slot) in stored.iter().zip(&slots) {
+        let at = Expr::synth(ExprKind::Proj(Box::new(var(&Name::from(ELEM))), *slot));
+        substitute_var(&mut term, name, &at);
+    }
+    rewrite(body, p, t, &mut |op, g, k, at, arg| {
+        let (q, b) = element_param(op, g, k);
+        let mut reads = vec![false; arity];
+        reads_at(b, &q, at, &mut reads);
+        rewrite_reads(b, &q, at, &|j, x| match map[j] {
+            Some(k) => read(x, k, single),
+            None => instantiate(&term, x, single),
+        });
+        // With a row: the consumer reads `zip(arg, A)`, its element as
+        // `q.0` and the row as `q.1`.
+        let a = row.as_ref().filter(|_| reads[i])?;
+        read_pairs(b, &q);
+        Some(zip(arg.clone(), a.clone()))
+    });
+    reshape(value, t, i, appended);
     true
 }
+
+/// A component of the target tuple as a term over what it is rebuilt
+/// from (see [`rebuild`]).
+struct Template {
+    /// The component, reading each stored value as its placeholder, and
+    /// the row as [`ROW`].
+    term: Expr,
+    /// Each stored value's placeholder and the term computing it in the
+    /// map's body: a real the body binds, or `map (g. g.j) D` of an array
+    /// `D` the body binds.
+    stored: Vec<(Name, Expr)>,
+    /// The array whose element the map reads as the row, when it does.
+    row: Option<Expr>,
+}
+
+/// What [`Template::of`] has found so far.
+struct Builder<'a, 'b> {
+    el: &'a Elements<'b>,
+    /// Parameters of the template's own lambdas over outer arrays or the
+    /// row: read freely.
+    locals: Vec<Name>,
+    /// The parameters of the template's lambdas over arrays `D` the body
+    /// binds, `D`, and the component of its elements read (`None` while
+    /// unread, `Some(None)` for the element itself).
+    over: Vec<(Name, Name, Option<Option<usize>>)>,
+    reals: Vec<Name>,
+    row: Option<Expr>,
+    budget: Recompute,
+}
+
+impl Template {
+    /// The template of component `c`, when it is rebuilt from fewer
+    /// values than it holds: an array (at least one level more than any
+    /// stored array) built by `map`s and `map2`s over outer arrays, the
+    /// row, and arrays the body binds, of primitives within the budget.
+    fn of(el: &Elements<'_>, c: &Expr) -> Option<Template> {
+        let mut b = Builder {
+            el,
+            locals: Vec::new(),
+            over: Vec::new(),
+            reals: Vec::new(),
+            row: None,
+            budget: Recompute::element(),
+        };
+        let (term, depth) = b.array(c)?;
+        let over_arrays = !b.over.is_empty();
+        if b.reals.len() > 2 || b.over.len() > 2 || b.reals.is_empty() && !over_arrays {
+            return None;
+        }
+        if over_arrays && depth < 2 {
+            return None;
+        }
+        let mut stored: Vec<(Name, Expr)> = b.reals.iter().map(|s| (s.clone(), var(s))).collect();
+        for (k, (g, d, read)) in b.over.into_iter().enumerate() {
+            let value = match read? {
+                None => var(&d),
+                Some(j) => projection_map(&g, j, var(&d)),
+            };
+            stored.push((Name::from(format!("{ARRAY}{k}")), value));
+        }
+        Some(Template {
+            term,
+            stored,
+            row: b.row,
+        })
+    }
+}
+
+impl Builder<'_, '_> {
+    /// An array-valued term: a `map` or `map2`, and its depth.
+    fn array(&mut self, e: &Expr) -> Option<(Expr, usize)> {
+        let ExprKind::ArrayOp(op @ (ArrayOp::Map | ArrayOp::Map2), f, args) = &e.kind else {
+            return None;
+        };
+        let ExprKind::Lambda(ps, body) = &f.kind else {
+            return None;
+        };
+        let mut new_args = Vec::new();
+        for (q, a) in ps.iter().zip(args) {
+            let (Pattern::Var(q, _), ExprKind::Var(n)) = (&q.pat, &a.kind) else {
+                return None;
+            };
+            if self.locals.contains(n) || !self.el.inner.contains(n) {
+                self.locals.push(q.clone());
+                new_args.push(a.clone());
+            } else if let Some(array) = self.row_of(n) {
+                if self
+                    .row
+                    .as_ref()
+                    .is_some_and(|r| !Alpha::new(false).eq(r, &array))
+                {
+                    return None;
+                }
+                self.row = Some(array);
+                self.locals.push(q.clone());
+                new_args.push(var(&Name::from(ROW)));
+            } else if self.el.arrays.contains(n) {
+                new_args.push(var(&Name::from(format!("{ARRAY}{}", self.over.len()))));
+                self.over.push((q.clone(), n.clone(), None));
+            } else {
+                return None;
+            }
+        }
+        let (body, depth) = match &body.kind {
+            ExprKind::ArrayOp(..) => self.array(body)?,
+            _ => (self.real(body)?, 0),
+        };
+        let f = Expr::synth(ExprKind::Lambda(ps.clone(), Arc::new(body)));
+        Some((
+            Expr::synth(ExprKind::ArrayOp(*op, Box::new(f), new_args)),
+            depth + 1,
+        ))
+    }
+
+    /// The array whose element the map's parameter `n` is, when it is a
+    /// variable.
+    fn row_of(&self, n: &Name) -> Option<Expr> {
+        let j = self
+            .el
+            .params
+            .iter()
+            .position(|q| matches!(&q.pat, Pattern::Var(m, _) if m == n))?;
+        self.el
+            .args
+            .get(j)
+            .filter(|a| matches!(a.kind, ExprKind::Var(_)))
+            .cloned()
+    }
+
+    /// A real-valued term.
+    fn real(&mut self, e: &Expr) -> Option<Expr> {
+        match &e.kind {
+            ExprKind::Const(c) => Some(Expr::synth(ExprKind::Const(*c))),
+            ExprKind::Var(n) => {
+                if let Some(read) = self.over_read(n) {
+                    return self.note(read, None).then(|| e.clone());
+                }
+                if self.locals.contains(n) || !self.el.inner.contains(n) {
+                    return Some(e.clone());
+                }
+                if !self.el.reals.contains(n) {
+                    return None;
+                }
+                if !self.reals.contains(n) {
+                    self.reals.push(n.clone());
+                }
+                Some(e.clone())
+            }
+            ExprKind::Proj(x, j) => {
+                let ExprKind::Var(g) = &x.kind else {
+                    return None;
+                };
+                let read = self.over_read(g)?;
+                self.note(read, Some(*j)).then(|| var(g))
+            }
+            ExprKind::Prim(p, args) if self.budget.spend(*p) => {
+                let args = args
+                    .iter()
+                    .map(|x| self.real(x))
+                    .collect::<Option<Vec<_>>>()?;
+                Some(Expr::synth(ExprKind::Prim(*p, args)))
+            }
+            _ => None,
+        }
+    }
+
+    /// Which of the template's lambdas over a bound array `n` is a
+    /// parameter of.
+    fn over_read(&self, n: &Name) -> Option<usize> {
+        self.over.iter().position(|(g, _, _)| g == n)
+    }
+
+    /// Records that parameter `k` over a bound array is read as `read`
+    /// (its element, or a component); false when it is read two ways.
+    fn note(&mut self, k: usize, read: Option<usize>) -> bool {
+        let seen = &mut self.over[k].2;
+        match seen {
+            None => {
+                *seen = Some(read);
+                true
+            }
+            Some(r) => *r == read,
+        }
+    }
+}
+
+/// `map (g. g.j) a`.
+fn projection_map(g: &Name, j: usize, a: Expr) -> Expr {
+    let param = Param {
+        pat: Pattern::Var(g.clone(), gradlift_lang::Span::DUMMY),
+        ty: None,
+    };
+    let body = Expr::synth(ExprKind::Proj(Box::new(var(g)), j));
+    Expr::synth(ExprKind::ArrayOp(
+        ArrayOp::Map,
+        Box::new(Expr::synth(ExprKind::Lambda(vec![param], Arc::new(body)))),
+        vec![a],
+    ))
+}
+
+/// Replaces each `Var(n)` in `e` by `by` (`n` is a placeholder or a name
+/// bound once, outside `e`'s binders).
+fn substitute_var(e: &mut Expr, n: &Name, by: &Expr) {
+    guard(|| {
+        if matches!(&e.kind, ExprKind::Var(m) if m == n) {
+            *e = by.clone();
+            return;
+        }
+        for c in children_mut(e) {
+            substitute_var(c, n, by);
+        }
+    })
+}
+
+/// The placeholder of a template's `k`th stored array (`·over0`, …); no
+/// program can bind it (not an identifier).
+const ARRAY: &str = "·over";
 
 /// The placeholder for the row a consumer reads beside `P`'s element in a
 /// rebuilt component; no program can bind it (not an identifier).
 const ROW: &str = "·row";
 
 /// In a consumer's function body reading its element `q` of `zip(P, A)`:
-/// `q.k` (of `P`) becomes `q.0.k` and the row placeholder `q.1`.
+/// `q` (of `P`) becomes `q.0` and the row placeholder `q.1`.
 fn read_pairs(e: &mut Expr, q: &Name) {
-    guard(|| {
-        let of_q = |e: &Expr| matches!(&e.kind, ExprKind::Var(n) if n == q);
-        match &mut e.kind {
-            ExprKind::Proj(inner, _) if of_q(inner) => {
-                let inner = std::mem::replace(&mut **inner, Expr::synth(ExprKind::Const(0.0)));
-                if let ExprKind::Proj(x, _) = &mut e.kind {
-                    **x = Expr::synth(ExprKind::Proj(Box::new(inner), 0));
-                }
-                return;
-            }
-            ExprKind::Var(n) if &**n == ROW => {
-                *e = Expr::synth(ExprKind::Proj(Box::new(var(q)), 1));
-                return;
-            }
-            _ => {}
+    guard(|| match &mut e.kind {
+        ExprKind::Var(n) if n == q => {
+            *e = Expr::synth(ExprKind::Proj(Box::new(var(q)), 0));
         }
-        for c in children_mut(e) {
-            read_pairs(c, q);
+        ExprKind::Var(n) if &**n == ROW => {
+            *e = Expr::synth(ExprKind::Proj(Box::new(var(q)), 1));
+        }
+        _ => {
+            for c in children_mut(e) {
+                read_pairs(c, q);
+            }
         }
     })
 }
@@ -544,54 +828,6 @@ fn zip(x: Expr, y: Expr) -> Expr {
         Box::new(Expr::synth(ExprKind::Lambda(params, Arc::new(pair)))),
         vec![x, y],
     ))
-}
-
-/// `e` (the body of `map (a. e) W`) when it is primitives within
-/// [`Recompute`]'s budget over `a`, constants, variables not in `inner`, and variables
-/// in `reals` (collected into `scalars`, which the consumers will read as
-/// components of their element, see [`rename_scalar`]).
-fn over_scalars(
-    e: &Expr,
-    a: &Name,
-    inner: &[Name],
-    reals: &[Name],
-    scalars: &mut Vec<Name>,
-    budget: &mut Recompute,
-) -> Option<Expr> {
-    match &e.kind {
-        ExprKind::Const(c) => Some(Expr::synth(ExprKind::Const(*c))),
-        ExprKind::Var(n) if n == a || !inner.contains(n) => Some(e.clone()),
-        ExprKind::Var(n) if reals.contains(n) => {
-            if !scalars.contains(n) {
-                scalars.push(n.clone());
-            }
-            Some(e.clone())
-        }
-        ExprKind::Prim(p, args) if budget.spend(*p) => {
-            let args = args
-                .iter()
-                .map(|x| over_scalars(x, a, inner, reals, scalars, budget))
-                .collect::<Option<Vec<_>>>()?;
-            Some(Expr::synth(ExprKind::Prim(*p, args)))
-        }
-        _ => None,
-    }
-}
-
-/// Reads the variable `s` as component `k` of `q` in `e`.
-fn rename_scalar(e: &mut Expr, s: &Name, q: &Name, k: usize) {
-    guard(|| {
-        if matches!(&e.kind, ExprKind::Var(n) if n == s) {
-            *e = Expr::synth(ExprKind::Proj(
-                Box::new(Expr::synth(ExprKind::Var(q.clone()))),
-                k,
-            ));
-            return;
-        }
-        for c in children_mut(e) {
-            rename_scalar(c, s, q, k);
-        }
-    })
 }
 
 /// The names bound by `let`s and lambdas in `e`.
@@ -661,62 +897,46 @@ fn reads_elem(e: &Expr) -> bool {
 /// program can bind it (not an identifier).
 const ELEM: &str = "·elem";
 
-/// Replaces each `q.i` in `e` by `derived` with the placeholder read as `q`.
-fn substitute_proj(e: &mut Expr, q: &Name, i: usize, derived: &Expr) {
+/// What [`rewrite`] does to each consumer: `f(op, function, k, at,
+/// argument)`.
+type Reader<'a> = dyn FnMut(ArrayOp, &mut Expr, usize, &[Vec<usize>], &Expr) -> Option<Expr> + 'a;
+
+/// Rewrites each consumer of `p` in `e` that reads the tuple at path `t`
+/// of its elements (as [`consumers`] finds them): `f(op, function, k, at,
+/// argument)` rewrites the function, whose element reads that tuple at the
+/// paths `at`, and gives the term to read instead of the argument (or
+/// `None` to keep it).
+fn rewrite(
+    e: &mut Expr,
+    p: &Name,
+    t: &[usize],
+    f: &mut Reader<'_>,
+) {
     guard(|| {
-        if let ExprKind::Proj(inner, j) = &e.kind {
-            if *j == i && matches!(&inner.kind, ExprKind::Var(n) if n == q) {
-                let mut d = derived.clone();
-                rename_elem(&mut d, q);
-                *e = d;
+        if let ExprKind::ArrayOp(op, g, args) = &mut e.kind {
+            if matches!(g.kind, ExprKind::Lambda(..)) {
+                let op = *op;
+                let mut replaced = vec![false; args.len()];
+                for (k, a) in args.iter_mut().enumerate() {
+                    if let Some(at) = views(a, p, t) {
+                        if let Some(replacement) = f(op, g, k, &at, a) {
+                            *a = replacement;
+                        }
+                        replaced[k] = true;
+                    }
+                }
+                // A replacement reads `p` itself (a zip): not a consumer.
+                rewrite(g, p, t, f);
+                for (a, r) in args.iter_mut().zip(replaced) {
+                    if !r {
+                        rewrite(a, p, t, f);
+                    }
+                }
                 return;
             }
         }
         for c in children_mut(e) {
-            substitute_proj(c, q, i, derived);
-        }
-    })
-}
-
-fn rename_elem(e: &mut Expr, q: &Name) {
-    if let ExprKind::Var(n) = &mut e.kind {
-        if &**n == ELEM {
-            *n = q.clone();
-        }
-        return;
-    }
-    for c in children_mut(e) {
-        rename_elem(c, q);
-    }
-}
-
-/// Rewrites each consumer of `p` in `e`: `f(op, function, k)` renumbers
-/// the function's projections and gives the term to read instead of `p`
-/// (or `None` to keep reading `p`).
-fn rewrite(e: &mut Expr, p: &Name, f: &mut dyn FnMut(ArrayOp, &mut Expr, usize) -> Option<Expr>) {
-    guard(|| {
-        if let ExprKind::ArrayOp(op, g, args) = &mut e.kind {
-            let op = *op;
-            let mut replaced = vec![false; args.len()];
-            for (k, a) in args.iter_mut().enumerate() {
-                if matches!(&a.kind, ExprKind::Var(n) if n == p) {
-                    if let Some(replacement) = f(op, g, k) {
-                        *a = replacement;
-                        replaced[k] = true;
-                    }
-                }
-            }
-            // A replacement may read `p` itself (a zip): not a consumer.
-            rewrite(g, p, f);
-            for (a, r) in args.iter_mut().zip(replaced) {
-                if !r {
-                    rewrite(a, p, f);
-                }
-            }
-            return;
-        }
-        for c in children_mut(e) {
-            rewrite(c, p, f);
+            rewrite(c, p, t, f);
         }
     })
 }

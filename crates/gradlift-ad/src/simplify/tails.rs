@@ -127,3 +127,119 @@ pub(super) fn renumber(e: &mut Expr, x: &Name, map: &[Option<usize>], single: bo
         }
     })
 }
+
+/// The projections `q.π` that `e` is, when it is a variable `q` under
+/// zero or more projections (outermost last in `π`).
+pub(super) fn chain(e: &Expr) -> Option<(&Name, Vec<usize>)> {
+    match &e.kind {
+        ExprKind::Var(n) => Some((n, Vec::new())),
+        ExprKind::Proj(x, i) => {
+            let (n, mut path) = chain(x)?;
+            path.push(*i);
+            Some((n, path))
+        }
+        _ => None,
+    }
+}
+
+/// Where an array operation's argument `a` shows the tuple at path `t` of
+/// the elements of `p`: `p` itself (at `t`), a projection map `map (g.
+/// g.π) p` with `π` a prefix of `t` (at `t` less `π`), or the pairs
+/// `map2 (a, b. (a, b)) x y` of such arguments and an array that does not
+/// read `p` (at `.0` or `.1` before the path of the side). The paths, from
+/// the element the operation's function reads, at which that tuple is
+/// found; `None` when `a` is not such an argument (it may still read `p`
+/// some other way, or be an operation reading `p` itself).
+pub(super) fn views(a: &Expr, p: &Name, t: &[usize]) -> Option<Vec<Vec<usize>>> {
+    guard(|| match &a.kind {
+        ExprKind::Var(n) if n == p => Some(vec![t.to_vec()]),
+        ExprKind::ArrayOp(ArrayOp::Map, f, args) => {
+            let ([x], ExprKind::Lambda(ps, body)) = (args.as_slice(), &f.kind) else {
+                return None;
+            };
+            let [Param {
+                pat: Pattern::Var(g, _),
+                ..
+            }] = ps.as_slice()
+            else {
+                return None;
+            };
+            let (n, pi) = chain(body)?;
+            if n != g || !matches!(&x.kind, ExprKind::Var(m) if m == p) {
+                return None;
+            }
+            t.strip_prefix(pi.as_slice())
+                .map(|rest| vec![rest.to_vec()])
+        }
+        ExprKind::ArrayOp(ArrayOp::Map2, f, args) if super::pe::is_zip(f) => {
+            let sides: Vec<Option<Vec<Vec<usize>>>> = args.iter().map(|x| views(x, p, t)).collect();
+            if sides.iter().all(Option::is_none) {
+                return None;
+            }
+            let mut out = Vec::new();
+            for (k, (x, side)) in args.iter().zip(sides).enumerate() {
+                match side {
+                    Some(paths) => out.extend(paths.into_iter().map(|mut path| {
+                        path.insert(0, k);
+                        path
+                    })),
+                    None if super::term::mentions(x, std::slice::from_ref(p)) => return None,
+                    None => {}
+                }
+            }
+            Some(out)
+        }
+        _ => None,
+    })
+}
+
+/// Marks the components of the tuple that `e` reads at the paths `at` from
+/// `q` (`q.τ.k` reads component `k`, for `τ` in `at`); false when `e` reads
+/// that tuple, or a tuple holding it, whole (`q.τ` itself, or `q`), or a
+/// component beyond `reads`. Other parts of `q` are free to read.
+pub(super) fn reads_at(e: &Expr, q: &Name, at: &[Vec<usize>], reads: &mut [bool]) -> bool {
+    guard(|| {
+        if let Some((n, pi)) = chain(e) {
+            if n != q {
+                return true;
+            }
+            for tau in at {
+                if pi.len() > tau.len() && pi.starts_with(tau) {
+                    return match reads.get_mut(pi[tau.len()]) {
+                        Some(r) => {
+                            *r = true;
+                            true
+                        }
+                        None => false,
+                    };
+                }
+                if tau.starts_with(&pi) {
+                    return false;
+                }
+            }
+            return true;
+        }
+        e.children().all(|c| reads_at(c, q, at, reads))
+    })
+}
+
+/// Replaces each read `x.k` in `e` of the tuple at the paths `at` from `q`
+/// (`x` is `q.τ`) by `f(k, x)`; the replacement is not walked again.
+pub(super) fn rewrite_reads(
+    e: &mut Expr,
+    q: &Name,
+    at: &[Vec<usize>],
+    f: &dyn Fn(usize, &Expr) -> Expr,
+) {
+    guard(|| {
+        if let ExprKind::Proj(x, k) = &e.kind {
+            if matches!(chain(x), Some((n, pi)) if n == q && at.contains(&pi)) {
+                *e = f(*k, x);
+                return;
+            }
+        }
+        for c in children_mut(e) {
+            rewrite_reads(c, q, at, f);
+        }
+    })
+}
