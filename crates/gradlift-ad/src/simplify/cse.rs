@@ -22,7 +22,8 @@
 //! in place, and so is a transposed operand of `matmul` (the kernel reads
 //! it in place: `gradlift_lang::kernels::operand`); tuples, projections and indexing cost nothing to repeat and are
 //! not bound (but a `let` of a projection already bound under another name
-//! becomes that name).
+//! becomes that name, and so does the projection itself where it is read
+//! again).
 //!
 //! Relies on: purity (a computation may be evaluated once instead of twice).
 //! One walk; each computation is hashed once (up to α-equivalence) and
@@ -89,6 +90,8 @@ struct Numbering {
     /// Lambda parameters: the depth of their lambda and their position.
     params: Env<(usize, usize)>,
     seen: FxSet<u64>,
+    /// Variables bound to a projection, and its number.
+    projections: FxMap<Name, u64>,
     /// Lambdas around the current node.
     depth: usize,
     repeated: bool,
@@ -98,8 +101,15 @@ impl Numbering {
     fn number(&mut self, e: &Expr) -> u64 {
         guard(|| {
             let mut e = e;
-            while let ExprKind::Let { value, body, .. } = &e.kind {
-                self.number(value);
+            while let ExprKind::Let {
+                pat, value, body, ..
+            } = &e.kind
+            {
+                let v = self.number(value);
+                if let (Pattern::Var(x, _), true) = (pat, is_projection(value)) {
+                    // Read as the projection it names (see `Cse::operand`).
+                    self.projections.insert(x.clone(), v);
+                }
                 e = body;
             }
             let mut h = FxHasher::default();
@@ -108,7 +118,10 @@ impl Numbering {
                 ExprKind::Const(c) => (c.to_bits(), e.is_structural_zero()).hash(&mut h),
                 ExprKind::Var(n) => match self.params.get(n).filter(|_| self.depth > 0) {
                     Some((depth, i)) => (self.depth - depth, *i).hash(&mut h),
-                    None => n.hash(&mut h),
+                    None => match self.projections.get(n) {
+                        Some(v) => return *v,
+                        None => n.hash(&mut h),
+                    },
                 },
                 ExprKind::Lambda(params, body) => {
                     self.depth += 1;
@@ -226,9 +239,18 @@ impl Cse<'_> {
         block.push(Binding { pat, value });
     }
 
-    /// `e` as an operand: a computation becomes a variable.
+    /// `e` as an operand: a computation becomes a variable, and so does a
+    /// projection already bound to one (so that the computations reading
+    /// `q.1` and a variable bound to `q.1` compare equal).
     fn operand(&mut self, e: Expr) -> Expr {
         let e = self.value(e);
+        if is_projection(&e) {
+            let h = self.alpha.hash(&e);
+            return match self.lookup(h, &e) {
+                Some(n) => var(&n),
+                None => e,
+            };
+        }
         if !is_computation(&e) {
             return e;
         }
