@@ -223,9 +223,9 @@ pub(crate) struct Limits {
     /// going after that many stops the program with an error.
     #[arg(long, value_name = "STEPS", default_value_t = gradlift::lang::interp::DEFAULT_MAX_ITERATIONS)]
     max_iterations: u64,
-    /// The threads native code runs its matrix products (`matmul`) and its
-    /// long maps and reduces of reals (114,689 elements or more, split into
-    /// fixed chunks of 16,384) on (default: the cores of this machine). The
+    /// The threads native code runs its large matrix products (`matmul` of
+    /// 2^24 multiply-adds or more) and its long maps and reduces of reals
+    /// (114,689 elements or more, split into fixed chunks of 16,384) on (default: the cores of this machine). The
     /// results are the same bits for any count; 1 runs everything on the
     /// calling thread.
     #[arg(long, value_name = "N")]

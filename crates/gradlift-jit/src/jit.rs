@@ -329,8 +329,9 @@ impl Jit {
         self
     }
 
-    /// The threads the functions compiled from now on run their matrix
-    /// products (`matmul`) and their long loops of reals (`split.rs`: maps
+    /// The threads the functions compiled from now on run their large matrix
+    /// products (`matmul` of 2^24 multiply–adds or more,
+    /// `kernels::splits`) and their long loops of reals (`split.rs`: maps
     /// and reduces of 114,689 elements or more, in fixed chunks) on: a pool
     /// of `n` threads owned by this `Jit`, created when it first compiles
     /// a function with a product, a map or a reduce (default: the cores of

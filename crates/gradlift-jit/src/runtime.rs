@@ -117,8 +117,10 @@ unsafe extern "C" fn matmul(
     };
     // SAFETY: a non-null pool is alive while the code that passes it is.
     match unsafe { pool.as_ref() } {
-        Some(pool) => pool.install(|| run(pool.current_num_threads())),
-        None => run(1),
+        Some(pool) if gradlift_lang::kernels::splits(m, k, n) => {
+            pool.install(|| run(pool.current_num_threads()))
+        }
+        _ => run(1),
     }
 }
 

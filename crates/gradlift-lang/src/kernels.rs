@@ -88,8 +88,23 @@ pub fn matmul(
     }
 }
 
+/// Whether a product of `m·k·n` multiply–adds is worth splitting across
+/// threads: from 2^24 on. A smaller one runs on the calling thread, where
+/// handing it to the pool and waking its threads costs more than they
+/// save. Measured on two cores (the primal of `reduce`s of `matmul(A,
+/// transpose(B))`, `gradlift bench --threads 1` against `--threads 2`;
+/// docs/benchmarks.md): two threads were 2.2× slower at 32 × 784 × 128
+/// (3.2 M), 1.25× at 128 × 784 × 128 (12.8 M) and 1.14× at 200³ (8 M), even
+/// at 192 × 784 × 128 (19 M), and 8% faster at 256³ (16.8 M) and 256 × 784
+/// × 128 (25.7 M). The bits are the same either way (gemm splits the
+/// result, never a sum).
+pub fn splits(m: usize, k: usize, n: usize) -> bool {
+    m.saturating_mul(k).saturating_mul(n) >= 1 << 24
+}
+
 /// [`matmul`] on raw pointers, on up to `threads` threads of the current
-/// rayon pool (one: the calling thread alone): what native code calls.
+/// rayon pool (one: the calling thread alone): what native code calls,
+/// with more than one thread when [`splits`] says so.
 ///
 /// # Safety
 /// `a` points to `m·k` readable reals, `b` to `k·n` and `c` to `m·n`
@@ -347,7 +362,7 @@ mod tests {
 
     #[test]
     fn products_are_the_same_bits_for_any_thread_count() {
-        for &(m, k, n) in &[(300, 200, 100), (64, 900, 40), (7, 3, 500)] {
+        for &(m, k, n) in &[(320, 256, 256), (300, 200, 100), (64, 900, 40), (7, 3, 500)] {
             let (a, b) = (filled(m * k, 6), filled(k * n, 7));
             let mut one = vec![0.0; m * n];
             matmul(

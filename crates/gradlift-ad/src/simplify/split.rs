@@ -906,12 +906,7 @@ type Reader<'a> = dyn FnMut(ArrayOp, &mut Expr, usize, &[Vec<usize>], &Expr) -> 
 /// argument)` rewrites the function, whose element reads that tuple at the
 /// paths `at`, and gives the term to read instead of the argument (or
 /// `None` to keep it).
-fn rewrite(
-    e: &mut Expr,
-    p: &Name,
-    t: &[usize],
-    f: &mut Reader<'_>,
-) {
+fn rewrite(e: &mut Expr, p: &Name, t: &[usize], f: &mut Reader<'_>) {
     guard(|| {
         if let ExprKind::ArrayOp(op, g, args) = &mut e.kind {
             if matches!(g.kind, ExprKind::Lambda(..)) {
