@@ -679,6 +679,23 @@ fn an_array_component_of_the_row_itself_is_rebuilt_from_the_row() {
 }
 
 #[test]
+fn a_reduce_over_the_tuples_keeps_every_component() {
+    // The reduce's accumulator is a tuple of the map's too: `-1.0 * e`,
+    // derived from `e`, stays a component.
+    let input = "let P = map (v. let e = exp(v) in (-1.0 * e, e)) X in \
+                 (reduce (g, h. (g.0 + h.0, g.1 + h.1)) (0, 0) P, map (h. h.1 + 1) P)";
+    let (out, stats) = simp(&term(input));
+    assert_eq!(
+        stats.count(Rule::DerivedComponent),
+        0,
+        "{out}\nfired: {stats}"
+    );
+    let types = typed(&[("X", "[R; n]")]);
+    let vals = values(&[("X", Value::reals(&[1.0, -2.0, 0.25]))]);
+    assert_same_meaning(&term(input), &out, &types, &["n"], &vals);
+}
+
+#[test]
 fn a_layers_weight_cotangent_is_rebuilt_from_a_real_per_unit() {
     // A row's cotangent of a layer's weights, `map2 (g, a. map (c. c *
     // g.0 * a) x) D v`, is an `h × d` array per row; it sits in a tuple

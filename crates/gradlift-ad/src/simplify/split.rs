@@ -335,7 +335,12 @@ fn elements<'a>(p: &Name, value: &'a Expr, body: &Expr, t: &[usize]) -> Option<E
         return None;
     }
     let mut found = Vec::new();
-    if !consumers(body, p, t, es.len(), &mut found) || found.is_empty() {
+    // A `reduce`'s accumulator is an element of its array too, and its
+    // operator returns one: the tuple cannot change under it.
+    if !consumers(body, p, t, es.len(), &mut found)
+        || found.is_empty()
+        || found.iter().any(|c| matches!(c.op, ArrayOp::Reduce))
+    {
         return None;
     }
     let mut inner = Vec::new();
