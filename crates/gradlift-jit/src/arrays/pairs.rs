@@ -460,13 +460,17 @@ impl Translator<'_, '_> {
         match s {
             Source::Array(a, stride) => values.extend([a.ptr, a.len, *stride]),
             Source::Mapped {
-                inputs, body, len, ..
+                inputs,
+                params,
+                body,
+                len,
+                ..
             } => {
                 values.push(*len);
                 for s in inputs {
                     self.captures(s, values, names);
                 }
-                self.captures_of_body(body, values, names);
+                self.captures_of_body(params, body, values, names);
             }
             Source::Shifted { inner, offset, len } => {
                 values.extend(offset.iter().copied());
@@ -581,7 +585,7 @@ impl Translator<'_, '_> {
         for s in &m.sources {
             self.captures(s, &mut values, &mut names);
         }
-        self.captures_of_body(m.body, &mut values, &mut names);
+        self.captures_of_body(m.params, m.body, &mut values, &mut names);
         let (kernel, env) = self.define_kernel(&values, &names, &mut |kt, copies, chunk| {
             let sources = m
                 .sources
@@ -607,13 +611,35 @@ impl Translator<'_, '_> {
         Ok(())
     }
 
-    /// The reals a term reads by name, as [`Translator::captures`] finds
-    /// them in a mapped source's body.
-    fn captures_of_body(&self, body: &Expr, values: &mut Vec<Value>, names: &mut Vec<Name>) {
+    /// The variables the body of a function of `params` reads from outside
+    /// it, as [`Translator::captures`] finds them in a mapped source. A
+    /// name the function binds itself is not one, even when the
+    /// environment holds it: a copy of the same lambda lowered before
+    /// (binders are unique up to such copies) left its parameter there,
+    /// bound to a value of that earlier loop, which does not dominate this
+    /// one.
+    fn captures_of_body(
+        &self,
+        params: &[Param],
+        body: &Expr,
+        values: &mut Vec<Value>,
+        names: &mut Vec<Name>,
+    ) {
+        let mut bound = Vec::new();
+        params.iter().for_each(|p| p.pat.names(&mut bound));
+        let mut stack = vec![body];
+        while let Some(e) = stack.pop() {
+            match &e.kind {
+                ExprKind::Lambda(ps, _) => ps.iter().for_each(|p| p.pat.names(&mut bound)),
+                ExprKind::Let { pat, .. } => pat.names(&mut bound),
+                _ => {}
+            }
+            stack.extend(e.children());
+        }
         let mut stack = vec![body];
         while let Some(e) = stack.pop() {
             if let ExprKind::Var(n) = &e.kind {
-                if let Some(v) = self.env.get(n) {
+                if let Some(v) = self.env.get(n).filter(|_| !bound.contains(n)) {
                     if !names.contains(n) {
                         names.push(n.clone());
                         v.flatten(values);
