@@ -47,8 +47,23 @@ fn programs_the_fuzzer_found() {
     }
 }
 
-const FOUND: [(&str, &str); 1] = [(
-    r"def helper0(p0: (R, [R; k])) -> (R, R) =
+const FOUND: [(&str, &str); 2] = [
+    // A size of an inlined call, `k + 1` with `k` instantiated to 3,
+    // printed `int(3) + int(1)` by the source stage, which did not read
+    // back (seed 1334 of the harness above, beyond its fixed cases).
+    (
+        r"def helper0(p0: R, p1: (R, [R; k])) -> R =
+  reduce max (-inf) (shift1R replicate(k + 1, p0))
+
+def main(x0: [R; d], x1: [R; m]) -> R =
+  lgamma(let t_2 = let v_1 = helper0(real(d), (-1.449, [0.735, -0.895, 0.433])) in
+    v_1 in
+  t_2 * t_2 + 0.5)
+",
+        "x0=[0.5, 1.5], x1=[2.0]",
+    ),
+    (
+        r"def helper0(p0: (R, [R; k])) -> (R, R) =
   (concat([1.163], [0.638])[-1], let v_1 = -1.84 + -0.297 in
   1.191 * v_1)
 
@@ -56,5 +71,6 @@ def main(x0: R, x1: R, x2: [R; n], x3: [R; n], s: size) -> R =
   let v_5 = (if (if x0 > x1 and (x1 >= x1 and not x1 >= x1) then x1 else x0) != x0 then map (i_2. x1) iota(3) else map2 (x_3, y_4. real(n)) [x1, 0.473, x0] [-1.548, x0, x0])[-1] in
   foldl (acc_8, el_9. 0.5 * acc_8 + sin(v_5 + reduce max (-inf) (map (row_10. reduce (x_11, y_12. x_11 + y_12 * sin(v_5)) 0.0 row_10) [[-0.907, v_5], [-1.651, x1], [-1.648, v_5]]))) (map2 (x_6, y_7. x0) [x0, x1] [v_5, 1.815])[0] (map2 (+) (shift1R [v_5, x1, x0, s]) [x1, -1.821, x0])
 ",
-    "x0=1.277, x1=-0.953, x2=[0.566, -0.75], x3=[0.987, 0.0], s=1",
-)];
+        "x0=1.277, x1=-0.953, x2=[0.566, -0.75], x3=[0.987, 0.0], s=1",
+    ),
+];

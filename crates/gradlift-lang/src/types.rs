@@ -2477,8 +2477,8 @@ impl Checker<'_> {
         Ok(n)
     }
 
-    /// Reads a size expression: whole numbers, size variables, `len(A)`,
-    /// sums, differences and whole multiples of these.
+    /// Reads a size expression: whole numbers (`3` or `int(3)`), size
+    /// variables, `len(A)`, sums, differences and whole multiples of these.
     fn size_of(&mut self, e: &Expr, what: &str) -> TResult<Size> {
         let bad = || {
             invalid(
@@ -2488,6 +2488,15 @@ impl Checker<'_> {
         };
         match &e.kind {
             ExprKind::Int(k) | ExprKind::Literal(k) if k.abs() <= Size::LIMIT => Ok(Size::lit(*k)),
+            // `int(3)`: how an integer constant prints (a size of an
+            // inlined call, `k + 1` with `k` instantiated), read back.
+            ExprKind::Prim(Prim::ToInt, args) if matches!(args[0].kind, ExprKind::Literal(k) | ExprKind::Int(k) if k.abs() <= Size::LIMIT) =>
+            {
+                let (ExprKind::Literal(k) | ExprKind::Int(k)) = args[0].kind else {
+                    unreachable!("matched above")
+                };
+                Ok(Size::lit(k))
+            }
             // Terms a pass builds may write a count as a real.
             ExprKind::Const(c) if c.fract() == 0.0 && c.abs() <= Size::LIMIT as f64 => {
                 Ok(Size::lit(*c as i64))
