@@ -216,7 +216,7 @@ rules! {
     /// it is read, instead of being stored.
     DerivedComponent = "derived-component",
         "let P = map (x. (e₀..eₙ)) A in C[op (q. …q.i…) P] ⇝ let P = map (x. (e₀..eₙ without eᵢ)) A in C[op (q. …eᵢ[q.j/eⱼ]…) P]",
-        "eᵢ is at most two primitives over constants, variables bound outside the map and at least one component eⱼ that is a variable; every use of P is the array argument of an array operation whose function only projects it; each consumer reading q.i computes eᵢ once more per element";
+        "eᵢ is at most two primitives over constants, variables bound outside the map and at least one component eⱼ that is a variable; every use of P is the array argument of an array operation (P, a projection map of it, or the pairs of such an argument and another array) whose function only projects the tuple, none a reduce (whose accumulator is an element too); the tuple is the element's or a tuple literal in it; each consumer reading q.i computes eᵢ once more per element";
 
     /// A fold that recomputes a map's elements reads them instead.
     FoldReadsMap = "fold-reads-map",
@@ -233,7 +233,7 @@ rules! {
     /// is made of where it is read, instead of being stored.
     RebuiltComponent = "rebuilt-component",
         "let P = map (x. let s = e in (…, map (a. E[a, s]) W, …)) A in C[op (q. …q.i…) P] ⇝ let P = map (x. let s = e in (…, s)) A in C[op (q. …map (a. E[a, q.k]) W…) P]",
-        "W is bound outside the map, or it is the map's element of an array A (a variable) and every consumer reading .i is a map, map2 or foldl, which then reads zip(…, A) with the row as its .1; E is at most two primitives over a, constants, outer variables and at most two reals s bound in the body; or, one level down, the component is map/map2 (g, …. map (a. E) W) D … over an array D the body binds, read as g.j, and D's g.j is stored instead (map (g. g.j) D); the tuple is the element's or a tuple literal in it; every use of P is the array argument of an array operation (P, a projection map of it, or the pairs of such an argument and another array) whose function only projects that tuple";
+        "W is bound outside the map, or it is the map's element of an array A (a variable) and every consumer reading .i is a map, map2 or foldl, which then reads zip(…, A) with the row as its .1; E is at most two primitives over a, constants, outer variables and at most two reals s bound in the body; or, one level down, the component is map/map2 (g, …. map (a. E) W) D … over an array D the body binds, read as g.j, and D's g.j is stored instead (map (g. g.j) D); the tuple is the element's or a tuple literal in it; every use of P is the array argument of an array operation (P, a projection map of it, or the pairs of such an argument and another array) whose function only projects that tuple, none a reduce";
 
     /// An operand of a matrix product that is a transpose is read in
     /// place by the kernel, never built (`gradlift_lang::kernels::operand`).

@@ -46,8 +46,9 @@
 //! tuple literal inside it (the partials a merged map returns beside its
 //! value), and the consumers may read it through views: `P`, a projection
 //! map of it, or the pairs of such an argument and another array
-//! (`tails::views`). Neither rule is in the paper; both compute the same
-//! operations on the same operands as the stored term did.
+//! (`tails::views`); a map a `reduce` reads is left as it is (the
+//! accumulator is an element too). Neither rule is in the paper; both
+//! compute the same operations on the same operands as the stored term did.
 
 use super::alpha::Alpha;
 use super::remat::Recompute;
