@@ -94,9 +94,9 @@ pub fn matmul(
 /// save. Measured on two cores (the primal of `reduce`s of `matmul(A,
 /// transpose(B))`, `gradlift bench --threads 1` against `--threads 2`;
 /// docs/benchmarks.md): two threads were 2.2× slower at 32 × 784 × 128
-/// (3.2 M), 1.25× at 128 × 784 × 128 (12.8 M) and 1.14× at 200³ (8 M), even
-/// at 192 × 784 × 128 (19 M), and 8% faster at 256³ (16.8 M) and 256 × 784
-/// × 128 (25.7 M). The bits are the same either way (gemm splits the
+/// (3.2 M), 1.25× at 128 × 784 × 128 (12.8 M) and 1.15× at 200³ (8 M),
+/// about as fast at 192 × 784 × 128 (19 M), and 7–8% faster at 256³
+/// (16.8 M) and 256 × 784 × 128 (25.7 M). The bits are the same either way (gemm splits the
 /// result, never a sum).
 pub fn splits(m: usize, k: usize, n: usize) -> bool {
     m.saturating_mul(k).saturating_mul(n) >= 1 << 24
